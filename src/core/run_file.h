@@ -1,0 +1,189 @@
+// The run file, schema `gpuvs.run/1` (docs/results.md is the reference).
+//
+// Every figure gpuvs measures passes through these structs: benchmarks fill them,
+// the report and the advisor read them back from disk, never from live objects.
+// Invariants:
+//  - values are in base SI units (B/s, FLOP/s, s, B, 1/s ...); the report scales them;
+//  - a field the probe could not read is std::nullopt and is written as JSON null,
+//    never as 0 or "";
+//  - a result whose status is not kOk carries no trustworthy value: the report never
+//    shows it as a number.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace gpuvs {
+
+inline constexpr std::string_view kRunSchema = "gpuvs.run/1";
+inline constexpr std::string_view kRunSchemaFamily = "gpuvs.run/";
+inline constexpr int kRunSchemaVersion = 1;
+
+struct Meta {
+  std::string tool_version;        // "0.1.0"
+  std::string git_sha;             // "unknown" outside a git checkout
+  std::vector<std::string> argv;   // the command line as given
+  std::string command;             // "run", "bench", ...
+  std::string started_at;          // ISO 8601 UTC, "2026-11-30T10:48:43Z"
+  std::string finished_at;         // same format; empty while running
+  std::string host;                // hostname
+};
+
+struct CpuInfo {
+  std::string model;                  // /proc/cpuinfo "model name"
+  std::optional<int> logical_cores;   // std::thread::hardware_concurrency
+  std::optional<int64_t> memory_bytes;  // MemTotal
+};
+
+struct NvLinkInfo {
+  int link = 0;
+  bool active = false;
+  std::optional<int> version;            // NVLink generation (4 on Hopper)
+  std::optional<std::string> remote_pci_bus_id;
+};
+
+// One GPU as the probe saw it. Identity fields come from the CUDA runtime; the
+// rest from NVML where it could be loaded (nullopt otherwise).
+struct GpuInfo {
+  int index = 0;                       // CUDA device ordinal in this process
+  std::string name;                    // "NVIDIA H200"
+  std::string uuid;                    // "GPU-xxxxxxxx-..."
+  std::string pci_bus_id;              // "00000000:19:00.0"
+  std::optional<uint32_t> pci_device_id;  // (device << 16) | vendor, as NVML reports
+  std::string compute_capability;      // "9.0"
+  int sm_count = 0;
+  int64_t memory_total_bytes = 0;
+  int64_t l2_bytes = 0;
+  std::optional<int> memory_bus_width_bits;
+  std::optional<int> sm_clock_mhz;     // current
+  std::optional<int> sm_clock_max_mhz;
+  std::optional<int> mem_clock_mhz;    // current
+  std::optional<int> mem_clock_max_mhz;
+  std::optional<double> power_limit_w;  // enforced
+  std::optional<double> power_default_limit_w;
+  std::optional<int> pcie_gen_current;
+  std::optional<int> pcie_gen_max;
+  std::optional<int> pcie_width_current;
+  std::optional<int> pcie_width_max;
+  std::optional<bool> ecc_enabled;
+  std::optional<bool> mig_enabled;
+  std::optional<std::string> vbios_version;
+  std::vector<NvLinkInfo> nvlinks;     // empty when none or unknown
+};
+
+struct SystemInfo {
+  std::string os;                                // "Linux 6.1.0 x86_64"
+  CpuInfo cpu;
+  std::optional<std::string> driver_version;      // "580.159.04" (NVML)
+  std::optional<std::string> cuda_driver_version;  // "13.0" (cudaDriverGetVersion)
+  std::optional<std::string> cuda_runtime_version;
+  std::optional<std::string> cublas_version;
+  std::optional<std::string> cudnn_version;
+  std::optional<std::string> nccl_version;
+  std::vector<GpuInfo> gpus;
+};
+
+// Summary statistics over the samples of one result, in the result's unit.
+struct Stats {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  double mean = 0;
+  double stddev = 0;
+  double noise = 0;  // stddev / median, dimensionless
+  int samples = 0;
+};
+
+// Where a peak figure comes from: "datasheet" (catalogue entry), "measured"
+// (another result), "published" (an article or benchmark), "derived" (computed
+// from device properties; the formula goes in `source`).
+struct Peak {
+  double value = 0;
+  std::string unit;
+  std::string kind;    // datasheet | measured | published | derived
+  std::string source;  // URL or description
+};
+
+// What the GPU's clocks did while the result was measured (NVML sampling).
+struct ClockRecord {
+  std::optional<int> sm_mhz_min;
+  std::optional<int> sm_mhz_median;
+  std::optional<int> sm_mhz_max;
+  std::optional<int> mem_mhz_median;
+  std::optional<double> power_w_max;
+  std::optional<int> temperature_c_max;
+  std::vector<std::string> throttle_reasons;  // union seen: "sw_power_cap", "hw_slowdown", ...
+  int samples = 0;
+};
+
+// How the harness got the samples.
+struct Timing {
+  int64_t iterations_per_sample = 1;
+  int warmup_batches = 0;
+  bool cold = false;           // L2 flushed before each sample
+  std::string stopped_by;      // "noise" | "time_cap" | "max_samples"
+  double seconds_total = 0;    // wall time spent measuring
+};
+
+enum class Status { kOk, kInvalid, kUnsupported, kError };
+
+std::string_view to_string(Status s);
+std::optional<Status> status_from_string(std::string_view s);
+
+using ParamValue = std::variant<bool, int64_t, double, std::string>;
+
+struct Result {
+  std::string id;                 // "memory.hbm.copy" (dotted, stable across versions)
+  std::string name;               // human label, "HBM copy"
+  std::vector<int> devices;       // indices into system.gpus
+  std::map<std::string, ParamValue> parameters;
+  double value = 0;               // the headline figure (median of samples), base SI unit
+  std::string unit;               // "B/s", "FLOP/s", "s", ...
+  std::optional<double> bytes_per_iteration;  // what one iteration moves
+  std::optional<double> flops_per_iteration;  // what one iteration computes
+  Stats stats;
+  std::vector<double> samples;    // per-sample values in `unit` (may be empty)
+  std::optional<Timing> timing;
+  std::optional<Peak> peak;
+  std::optional<double> efficiency;  // value / peak.value, fraction
+  Status status = Status::kOk;
+  std::string status_reason;      // why not ok; empty when ok
+  std::string validation;         // what was checked and what it found
+  std::optional<ClockRecord> clocks;
+};
+
+struct RunError {
+  std::string context;  // "bench memory.hbm.copy on GPU 0"
+  std::string message;
+};
+
+struct RunFile {
+  std::string schema = std::string(kRunSchema);
+  Meta meta;
+  SystemInfo system;
+  std::vector<Result> results;
+  std::vector<RunError> errors;
+};
+
+// Serialise to the canonical JSON text (2-space indent, trailing newline).
+std::string to_json_text(const RunFile& run);
+
+// Parse and validate. `name` is used in messages (usually the path). Throws
+// gpuvs::Error (exit code 2) with one line: "<name>: <field path>: <problem>",
+// e.g. "run.json: results[3].stats.median: expected a number, got string".
+RunFile parse_run_file(std::string_view text, std::string_view name);
+
+// Read a file and parse it; errors as parse_run_file, plus unreadable files.
+RunFile load_run_file(const std::filesystem::path& path);
+
+// Write atomically: a temporary file in the same directory, fsync, rename over
+// `path`. A crash leaves either the old file or the new one, never half of one.
+void save_run_file(const RunFile& run, const std::filesystem::path& path);
+
+}  // namespace gpuvs

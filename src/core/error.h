@@ -36,8 +36,7 @@ class UsageError : public Error {
 // The machine cannot run this (no GPU, no driver, built without CUDA): exit 3.
 class CannotRunError : public Error {
  public:
-  explicit CannotRunError(std::string message)
-      : Error(std::move(message), ExitCode::kCannotRun) {}
+  explicit CannotRunError(std::string message) : Error(std::move(message), ExitCode::kCannotRun) {}
 };
 
 }  // namespace gpuvs

@@ -1,0 +1,486 @@
+// Run files on disk: JSON text -> checked document -> RunFile, and back, atomically.
+//
+// parse_run_file works in three steps, each with its own kind of message:
+//  1. JSON syntax, through nlohmann's SAX parser (iterative) into our own DOM builder,
+//     which also refuses nesting deeper than kMaxDepth (so hostile input cannot
+//     exhaust the stack of anything that later walks the tree recursively) and
+//     duplicate keys (JSON leaves their meaning open; readers disagree);
+//  2. the schema string: foreign files and newer versions are named as such;
+//  3. the fields (run_file_json.cpp).
+// Every failure is one UsageError line starting with the file's name. Strings that
+// pass step 1 are valid UTF-8 (nlohmann's lexer checks), so to_json_text of a parsed
+// run never throws and reproduces it.
+//
+// The message helpers of run_file_json.h live here too, next to the syntax and
+// schema messages that use them most.
+//
+// save_run_file writes "<path>.tmp.<pid>.<random>" next to `path`, fsyncs it and
+// renames it over `path`: readers see the old file or the new one, never a mix, and
+// a failure removes the temporary file and leaves `path` untouched.
+#include "core/run_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/run_file_json.h"
+
+// Message helpers declared in run_file_json.h: they keep every message one line of
+// valid UTF-8 whatever the file holds.
+namespace gpuvs::run_json {
+
+namespace {
+
+// The longest prefix of `s` of at most `max_bytes` that does not split a UTF-8
+// character (a continuation byte 10xxxxxx never starts the dropped part).
+std::string_view utf8_prefix(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  std::size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
+    --n;
+  return s.substr(0, n);
+}
+
+// The length of the well-formed UTF-8 character at s[i] (RFC 3629: no overlongs,
+// no surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) -> unsigned {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
+  };
+  const auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
+  const unsigned c = byte(0);
+  if (c < 0x80) return 1;
+  if (in(c, 0xC2, 0xDF)) return in(byte(1), 0x80, 0xBF) ? 2 : 0;
+  if (in(c, 0xE0, 0xEF)) {
+    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80;
+    const unsigned hi = c == 0xED ? 0x9F : 0xBF;
+    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) ? 3 : 0;
+  }
+  if (in(c, 0xF0, 0xF4)) {
+    const unsigned lo = c == 0xF0 ? 0x90 : 0x80;
+    const unsigned hi = c == 0xF4 ? 0x8F : 0xBF;
+    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF) ? 4 : 0;
+  }
+  return 0;
+}
+
+// Control characters as \n, \t or \xNN, and bytes that are not UTF-8 as \xNN, so
+// that a message is one line and valid UTF-8 (it may end up in JSON output).
+std::string escape_for_message(std::string_view s, bool escape_quotes) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t len = utf8_length(s, i);
+    if (len > 1) {
+      out.append(s.substr(i, len));
+      i += len;
+      continue;
+    }
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (len == 0 || c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", unsigned(c));
+    } else if (escape_quotes && (c == '"' || c == '\\')) {
+      out += '\\';
+      out += char(c);
+    } else {
+      out += char(c);
+    }
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string printable(std::string_view s, std::size_t max_bytes) {
+  const std::string_view head = utf8_prefix(s, max_bytes);
+  return escape_for_message(head, false) + (head.size() < s.size() ? "..." : "");
+}
+
+std::string quote(std::string_view s, std::size_t max_bytes) {
+  const std::string_view head = utf8_prefix(s, max_bytes);
+  return "\"" + escape_for_message(head, true) + (head.size() < s.size() ? "..." : "") + "\"";
+}
+
+void append_key(std::string& path, std::string_view key) {
+  const bool plain = !key.empty() && key.size() <= 64 && [&] {
+    for (char c : key) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-';
+      if (!ok) return false;
+    }
+    return true;
+  }();
+  if (plain) {
+    if (!path.empty()) path += '.';
+    path += key;
+  } else {
+    path += "[" + quote(key) + "]";
+  }
+}
+
+void fail(std::string_view name, std::string_view path, std::string_view problem) {
+  std::string msg = printable(name, 4096) + ": ";
+  if (!path.empty()) msg += std::string(path) + ": ";
+  msg += problem;
+  throw UsageError(std::move(msg));
+}
+
+}  // namespace gpuvs::run_json
+
+namespace gpuvs {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::size_t kMaxDepth = 64;  // a run file nests 6 levels deep
+constexpr int64_t kMaxFileBytes = int64_t{256} << 20;
+
+std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
+// Builds a nlohmann::json from SAX events, like nlohmann's own DOM parser, but stops
+// at the first depth or duplicate-key violation and keeps the message for it.
+class DomBuilder final : public nlohmann::json_sax<json> {
+ public:
+  json root;
+  std::string error;  // "<path>: <problem>" or a syntax message; empty while fine
+
+  bool null() override { return scalar(json(nullptr)); }
+  bool boolean(bool v) override { return scalar(json(v)); }
+  bool number_integer(number_integer_t v) override { return scalar(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(json(v)); }
+  bool number_float(number_float_t v, const string_t& /*text*/) override { return scalar(json(v)); }
+  bool string(string_t& v) override { return scalar(json(std::move(v))); }
+  // Only the binary formats (CBOR, ...) produce binary values, never JSON text.
+  bool binary(binary_t& /*v*/) override { return false; }
+
+  bool start_object(std::size_t /*elements*/) override { return open(json::object()); }
+  bool start_array(std::size_t /*elements*/) override { return open(json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool key(string_t& k) override {
+    Frame& top = stack_.back();
+    if (top.value->contains(k)) {
+      std::string path = container_path();
+      run_json::append_key(path, k);
+      error = path + ": duplicate key (each key may appear once per object)";
+      return false;
+    }
+    top.key = std::move(k);
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& ex) override {
+    // what(): "[json.exception.parse_error.101] parse error at line 1, column 5:
+    // syntax error while parsing value - invalid literal; last read: 'NaN'".
+    std::string_view reason = ex.what();
+    if (!reason.empty() && reason.front() == '[') {
+      const auto end = reason.find("] ");
+      if (end != std::string_view::npos) reason.remove_prefix(end + 2);
+    }
+    for (std::string_view noise : {"parse error at ", "parse error: ", "parse error"}) {
+      if (reason.substr(0, noise.size()) == noise) {
+        reason.remove_prefix(noise.size());
+        break;
+      }
+    }
+    // nlohmann counts the failing byte from 1 (the end of input as one past the last
+    // byte); messages give the 0-based offset, as hex dumps and `cmp` do.
+    error = fmt::format("not valid JSON at byte {}: {}", position > 0 ? position - 1 : 0,
+                        run_json::printable(reason, 200));
+    return false;
+  }
+
+ private:
+  struct Frame {
+    json* value;
+    std::string key;  // for an object: the key whose value comes next
+  };
+
+  // The path of the innermost open container, e.g. "results[2].stats".
+  std::string container_path() const {
+    std::string path;
+    for (std::size_t i = 0; i + 1 < stack_.size(); ++i) {
+      // The child of frame i is frame i + 1: the value under the current key, or
+      // the last element of an array.
+      const json& c = *stack_[i].value;
+      if (c.is_object()) {
+        run_json::append_key(path, stack_[i].key);
+      } else {
+        path += "[" + std::to_string(c.size() - 1) + "]";
+      }
+    }
+    return path;
+  }
+
+  // The path of the value about to be added, e.g. "results[2].stats.median".
+  std::string pending_path() const {
+    std::string path = container_path();
+    if (stack_.empty()) return path;
+    const Frame& top = stack_.back();
+    if (top.value->is_object()) {
+      run_json::append_key(path, top.key);
+    } else {
+      path += "[" + std::to_string(top.value->size()) + "]";
+    }
+    return path;
+  }
+
+  json* put(json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& top = *stack_.back().value;
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    return &(top[stack_.back().key] = std::move(v));
+  }
+
+  bool scalar(json v) {
+    put(std::move(v));
+    return true;
+  }
+
+  bool open(json container) {
+    if (stack_.size() >= kMaxDepth) {
+      error = fmt::format("{}: nested deeper than {} levels",
+                          run_json::printable(pending_path(), 80), kMaxDepth);
+      return false;
+    }
+    // A pointer into the parent stays valid: nothing is added to the parent until
+    // this container is closed.
+    stack_.push_back(Frame{put(std::move(container)), {}});
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::vector<Frame> stack_;
+};
+
+// Checks "schema" before any other field, so that a foreign or newer file is named
+// as such rather than reported as a pile of missing fields.
+void check_schema(const json& doc, std::string_view name) {
+  if (!doc.is_object()) {
+    const std::string_view kind = doc.is_array()     ? "an array"
+                                  : doc.is_string()  ? "a string"
+                                  : doc.is_number()  ? "a number"
+                                  : doc.is_boolean() ? "a boolean"
+                                                     : "null";
+    run_json::fail(name, "",
+                   fmt::format("not a gpuvs run file (the top level is {}, not an object)", kind));
+  }
+  const auto it = doc.find("schema");
+  if (it == doc.end()) run_json::fail(name, "", "not a gpuvs run file (no \"schema\" field)");
+  if (!it->is_string()) {
+    run_json::fail(name, "schema", fmt::format("expected a string, got {}", it->type_name()));
+  }
+  const std::string& schema = it->get_ref<const std::string&>();
+  if (schema == kRunSchema) return;
+  const std::string_view family = kRunSchemaFamily;
+  if (schema.compare(0, family.size(), family) != 0) {
+    run_json::fail(name, "",
+                   fmt::format("not a gpuvs run file (schema {})", run_json::quote(schema)));
+  }
+  const std::string_view version = std::string_view(schema).substr(family.size());
+  // A version is a positive decimal without leading zeros; it is compared as text,
+  // so no length can overflow.
+  const bool digits = !version.empty() &&
+                      version.find_first_not_of("0123456789") == std::string_view::npos &&
+                      version.front() != '0';
+  if (!digits) {
+    run_json::fail(name, "schema",
+                   fmt::format("malformed schema version {} (expected {})", run_json::quote(schema),
+                               kRunSchema));
+  }
+  // Here version > 1: the only version 1 spelling was accepted above.
+  run_json::fail(name, "",
+                 fmt::format("schema {} is newer than this gpuvs reads ({}); upgrade gpuvs",
+                             run_json::printable(schema, 64), kRunSchema));
+}
+
+// Reads the whole file, refusing one larger than kMaxFileBytes before reading it.
+std::string read_file(const std::filesystem::path& path, const std::string& name) {
+  const auto cannot_read = [&](int err) {
+    throw UsageError(
+        fmt::format("{}: cannot read: {}", run_json::printable(name, 4096), errno_text(err)));
+  };
+  const auto too_large = [&] {
+    run_json::fail(
+        name, "",
+        fmt::format("file is larger than {} MiB, the limit for a run file", kMaxFileBytes >> 20));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) cannot_read(errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) cannot_read(errno);
+  if (S_ISDIR(st.st_mode)) cannot_read(EISDIR);
+  if (S_ISREG(st.st_mode) && st.st_size > kMaxFileBytes) too_large();
+  std::string text;
+  if (S_ISREG(st.st_mode)) text.reserve(std::size_t(st.st_size));
+  // Read until EOF, not st_size bytes: pipes and /proc files report a size of 0,
+  // and a file may grow while we read it. The limit still holds.
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      cannot_read(errno);
+    }
+    if (n == 0) break;
+    if (int64_t(text.size()) + n > kMaxFileBytes) too_large();
+    text.append(buf, std::size_t(n));
+  }
+  return text;
+}
+
+uint64_t random_u64() {
+  try {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd();
+  } catch (const std::exception&) {
+    // No entropy source: the pid in the name and O_EXCL still keep writers apart.
+    return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(std::size_t(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view to_string(Status s) {
+  switch (s) {
+    case Status::kOk:
+      return "ok";
+    case Status::kInvalid:
+      return "invalid";
+    case Status::kUnsupported:
+      return "unsupported";
+    case Status::kError:
+      return "error";
+  }
+  return "error";
+}
+
+std::optional<Status> status_from_string(std::string_view s) {
+  for (Status st : {Status::kOk, Status::kInvalid, Status::kUnsupported, Status::kError}) {
+    if (to_string(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+std::string to_json_text(const RunFile& run) {
+  // `replace`: a string that is not UTF-8 (a Latin-1 hostname, an argv byte) is
+  // written with U+FFFD instead of making the whole run unwritable.
+  return run_json::run_to_json(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
+}
+
+RunFile parse_run_file(std::string_view text, std::string_view name) {
+  if (text.empty()) run_json::fail(name, "", "not valid JSON at byte 0: the file is empty");
+  DomBuilder dom;
+  if (!json::sax_parse(text.begin(), text.end(), &dom)) {
+    run_json::fail(name, "", dom.error.empty() ? "not valid JSON" : dom.error);
+  }
+  check_schema(dom.root, name);
+  return run_json::run_from_json(dom.root, name);
+}
+
+RunFile load_run_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  return parse_run_file(read_file(path, name), name);
+}
+
+void save_run_file(const RunFile& run, const std::filesystem::path& path) {
+  const std::string shown = run_json::printable(path.string(), 4096);
+  const auto cannot_write = [&](const std::string& reason) {
+    throw Error(fmt::format("cannot write {}: {}", shown, reason));
+  };
+  const std::string text = to_json_text(run);
+  // Never write a file that gpuvs itself would refuse to read back (a NaN written as
+  // null, a result id left empty): the caller learns now, with the field path.
+  try {
+    parse_run_file(text, path.filename().string());
+  } catch (const Error& e) {
+    cannot_write(fmt::format("the run does not pass validation: {}", e.what()));
+  }
+
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    const std::string shown_dir = run_json::printable(dir.string(), 4096);
+    cannot_write(std::filesystem::exists(dir, ec)
+                     ? fmt::format("{} is not a directory", shown_dir)
+                     : fmt::format("directory {} does not exist", shown_dir));
+  }
+  std::filesystem::path tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    tmp = path;
+    tmp += fmt::format(".tmp.{}.{:016x}", ::getpid(), random_u64());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) cannot_write(errno_text(errno));
+
+  const auto fail_and_remove = [&](int err, std::string_view what) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    cannot_write(fmt::format("{}: {}", what, errno_text(err)));
+  };
+  if (!write_all(fd, text)) fail_and_remove(errno, "write");
+  if (::fsync(fd) != 0) fail_and_remove(errno, "fsync");
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) fail_and_remove(errno, "close");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    cannot_write(errno_text(err));
+  }
+  // Make the rename itself durable; a failure here cannot undo it, so it is ignored.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace gpuvs

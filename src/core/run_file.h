@@ -7,7 +7,9 @@
 //  - a field the probe could not read is std::nullopt and is written as JSON null,
 //    never as 0 or "";
 //  - a result whose status is not kOk carries no trustworthy value: the report never
-//    shows it as a number.
+//    shows it as a number;
+//  - every struct compares with == field by field (a run read back from its own
+//    text compares equal to the run that was written).
 #pragma once
 
 #include <cstdint>
@@ -26,44 +28,50 @@ inline constexpr std::string_view kRunSchemaFamily = "gpuvs.run/";
 inline constexpr int kRunSchemaVersion = 1;
 
 struct Meta {
-  std::string tool_version;        // "0.1.0"
-  std::string git_sha;             // "unknown" outside a git checkout
-  std::vector<std::string> argv;   // the command line as given
-  std::string command;             // "run", "bench", ...
-  std::string started_at;          // ISO 8601 UTC, "2026-11-30T10:48:43Z"
-  std::string finished_at;         // same format; empty while running
-  std::string host;                // hostname
+  std::string tool_version;       // "0.1.0"
+  std::string git_sha;            // "unknown" outside a git checkout
+  std::vector<std::string> argv;  // the command line as given
+  std::string command;            // "run", "bench", ...
+  std::string started_at;         // ISO 8601 UTC, "2026-11-30T10:48:43Z"
+  std::string finished_at;        // same format; empty while running
+  std::string host;               // hostname
+
+  bool operator==(const Meta&) const = default;
 };
 
 struct CpuInfo {
-  std::string model;                  // /proc/cpuinfo "model name"
-  std::optional<int> logical_cores;   // std::thread::hardware_concurrency
+  std::string model;                    // /proc/cpuinfo "model name"
+  std::optional<int> logical_cores;     // std::thread::hardware_concurrency
   std::optional<int64_t> memory_bytes;  // MemTotal
+
+  bool operator==(const CpuInfo&) const = default;
 };
 
 struct NvLinkInfo {
   int link = 0;
   bool active = false;
-  std::optional<int> version;            // NVLink generation (4 on Hopper)
+  std::optional<int> version;  // NVLink generation (4 on Hopper)
   std::optional<std::string> remote_pci_bus_id;
+
+  bool operator==(const NvLinkInfo&) const = default;
 };
 
 // One GPU as the probe saw it. Identity fields come from the CUDA runtime; the
 // rest from NVML where it could be loaded (nullopt otherwise).
 struct GpuInfo {
-  int index = 0;                       // CUDA device ordinal in this process
-  std::string name;                    // "NVIDIA H200"
-  std::string uuid;                    // "GPU-xxxxxxxx-..."
-  std::string pci_bus_id;              // "00000000:19:00.0"
+  int index = 0;                          // CUDA device ordinal in this process
+  std::string name;                       // "NVIDIA H200"
+  std::string uuid;                       // "GPU-xxxxxxxx-..."
+  std::string pci_bus_id;                 // "00000000:19:00.0"
   std::optional<uint32_t> pci_device_id;  // (device << 16) | vendor, as NVML reports
-  std::string compute_capability;      // "9.0"
+  std::string compute_capability;         // "9.0"
   int sm_count = 0;
   int64_t memory_total_bytes = 0;
   int64_t l2_bytes = 0;
   std::optional<int> memory_bus_width_bits;
-  std::optional<int> sm_clock_mhz;     // current
+  std::optional<int> sm_clock_mhz;  // current
   std::optional<int> sm_clock_max_mhz;
-  std::optional<int> mem_clock_mhz;    // current
+  std::optional<int> mem_clock_mhz;  // current
   std::optional<int> mem_clock_max_mhz;
   std::optional<double> power_limit_w;  // enforced
   std::optional<double> power_default_limit_w;
@@ -74,19 +82,23 @@ struct GpuInfo {
   std::optional<bool> ecc_enabled;
   std::optional<bool> mig_enabled;
   std::optional<std::string> vbios_version;
-  std::vector<NvLinkInfo> nvlinks;     // empty when none or unknown
+  std::vector<NvLinkInfo> nvlinks;  // empty when none or unknown
+
+  bool operator==(const GpuInfo&) const = default;
 };
 
 struct SystemInfo {
-  std::string os;                                // "Linux 6.1.0 x86_64"
+  std::string os;  // "Linux 6.1.0 x86_64"
   CpuInfo cpu;
-  std::optional<std::string> driver_version;      // "580.159.04" (NVML)
+  std::optional<std::string> driver_version;       // "580.159.04" (NVML)
   std::optional<std::string> cuda_driver_version;  // "13.0" (cudaDriverGetVersion)
   std::optional<std::string> cuda_runtime_version;
   std::optional<std::string> cublas_version;
   std::optional<std::string> cudnn_version;
   std::optional<std::string> nccl_version;
   std::vector<GpuInfo> gpus;
+
+  bool operator==(const SystemInfo&) const = default;
 };
 
 // Summary statistics over the samples of one result, in the result's unit.
@@ -98,6 +110,8 @@ struct Stats {
   double stddev = 0;
   double noise = 0;  // stddev / median, dimensionless
   int samples = 0;
+
+  bool operator==(const Stats&) const = default;
 };
 
 // Where a peak figure comes from: "datasheet" (catalogue entry), "measured"
@@ -108,6 +122,8 @@ struct Peak {
   std::string unit;
   std::string kind;    // datasheet | measured | published | derived
   std::string source;  // URL or description
+
+  bool operator==(const Peak&) const = default;
 };
 
 // What the GPU's clocks did while the result was measured (NVML sampling).
@@ -120,15 +136,19 @@ struct ClockRecord {
   std::optional<int> temperature_c_max;
   std::vector<std::string> throttle_reasons;  // union seen: "sw_power_cap", "hw_slowdown", ...
   int samples = 0;
+
+  bool operator==(const ClockRecord&) const = default;
 };
 
 // How the harness got the samples.
 struct Timing {
   int64_t iterations_per_sample = 1;
   int warmup_batches = 0;
-  bool cold = false;           // L2 flushed before each sample
-  std::string stopped_by;      // "noise" | "time_cap" | "max_samples"
-  double seconds_total = 0;    // wall time spent measuring
+  bool cold = false;         // L2 flushed before each sample
+  std::string stopped_by;    // "noise" | "time_cap" | "max_samples"
+  double seconds_total = 0;  // wall time spent measuring
+
+  bool operator==(const Timing&) const = default;
 };
 
 enum class Status { kOk, kInvalid, kUnsupported, kError };
@@ -139,28 +159,32 @@ std::optional<Status> status_from_string(std::string_view s);
 using ParamValue = std::variant<bool, int64_t, double, std::string>;
 
 struct Result {
-  std::string id;                 // "memory.hbm.copy" (dotted, stable across versions)
-  std::string name;               // human label, "HBM copy"
-  std::vector<int> devices;       // indices into system.gpus
+  std::string id;            // "memory.hbm.copy" (dotted, stable across versions)
+  std::string name;          // human label, "HBM copy"
+  std::vector<int> devices;  // indices into system.gpus
   std::map<std::string, ParamValue> parameters;
-  double value = 0;               // the headline figure (median of samples), base SI unit
-  std::string unit;               // "B/s", "FLOP/s", "s", ...
+  double value = 0;  // the headline figure (median of samples), base SI unit
+  std::string unit;  // "B/s", "FLOP/s", "s", ...
   std::optional<double> bytes_per_iteration;  // what one iteration moves
   std::optional<double> flops_per_iteration;  // what one iteration computes
   Stats stats;
-  std::vector<double> samples;    // per-sample values in `unit` (may be empty)
+  std::vector<double> samples;  // per-sample values in `unit` (may be empty)
   std::optional<Timing> timing;
   std::optional<Peak> peak;
   std::optional<double> efficiency;  // value / peak.value, fraction
   Status status = Status::kOk;
-  std::string status_reason;      // why not ok; empty when ok
-  std::string validation;         // what was checked and what it found
+  std::string status_reason;  // why not ok; empty when ok
+  std::string validation;     // what was checked and what it found
   std::optional<ClockRecord> clocks;
+
+  bool operator==(const Result&) const = default;
 };
 
 struct RunError {
   std::string context;  // "bench memory.hbm.copy on GPU 0"
   std::string message;
+
+  bool operator==(const RunError&) const = default;
 };
 
 struct RunFile {
@@ -169,6 +193,8 @@ struct RunFile {
   SystemInfo system;
   std::vector<Result> results;
   std::vector<RunError> errors;
+
+  bool operator==(const RunFile&) const = default;
 };
 
 // Serialise to the canonical JSON text (2-space indent, trailing newline).

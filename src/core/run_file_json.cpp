@@ -1,0 +1,573 @@
+// The mapping between RunFile and its JSON document (schema gpuvs.run/1).
+//
+// Writing: nlohmann::ordered_json, so keys come out in struct order, which is the
+// order docs/results.md documents. Reading: every non-optional field is required;
+// an optional field may be missing or null (both read as nullopt); unknown keys are
+// ignored so that later 1.x writers can add fields. Integer fields take only JSON
+// integers (no fraction or exponent) within the range of the C++ type; number fields
+// take any finite number. The validation rules of docs/results.md are checked as
+// the fields are read, so a message names the first offending field.
+#include "core/run_file_json.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace gpuvs::run_json {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------- writing
+
+namespace {
+
+template <class T>
+ojson opt(const std::optional<T>& v) {
+  return v ? ojson(*v) : ojson(nullptr);
+}
+
+ojson to_json(const ParamValue& p) {
+  return std::visit([](const auto& v) { return ojson(v); }, p);
+}
+
+ojson to_json(const GpuInfo& g) {
+  ojson links = ojson::array();
+  for (const NvLinkInfo& l : g.nvlinks) {
+    links.push_back(ojson{{"link", l.link},
+                          {"active", l.active},
+                          {"version", opt(l.version)},
+                          {"remote_pci_bus_id", opt(l.remote_pci_bus_id)}});
+  }
+  return ojson{{"index", g.index},
+               {"name", g.name},
+               {"uuid", g.uuid},
+               {"pci_bus_id", g.pci_bus_id},
+               {"pci_device_id", opt(g.pci_device_id)},
+               {"compute_capability", g.compute_capability},
+               {"sm_count", g.sm_count},
+               {"memory_total_bytes", g.memory_total_bytes},
+               {"l2_bytes", g.l2_bytes},
+               {"memory_bus_width_bits", opt(g.memory_bus_width_bits)},
+               {"sm_clock_mhz", opt(g.sm_clock_mhz)},
+               {"sm_clock_max_mhz", opt(g.sm_clock_max_mhz)},
+               {"mem_clock_mhz", opt(g.mem_clock_mhz)},
+               {"mem_clock_max_mhz", opt(g.mem_clock_max_mhz)},
+               {"power_limit_w", opt(g.power_limit_w)},
+               {"power_default_limit_w", opt(g.power_default_limit_w)},
+               {"pcie_gen_current", opt(g.pcie_gen_current)},
+               {"pcie_gen_max", opt(g.pcie_gen_max)},
+               {"pcie_width_current", opt(g.pcie_width_current)},
+               {"pcie_width_max", opt(g.pcie_width_max)},
+               {"ecc_enabled", opt(g.ecc_enabled)},
+               {"mig_enabled", opt(g.mig_enabled)},
+               {"vbios_version", opt(g.vbios_version)},
+               {"nvlinks", std::move(links)}};
+}
+
+ojson to_json(const SystemInfo& s) {
+  ojson gpus = ojson::array();
+  for (const GpuInfo& g : s.gpus)
+    gpus.push_back(to_json(g));
+  return ojson{{"os", s.os},
+               {"cpu",
+                {{"model", s.cpu.model},
+                 {"logical_cores", opt(s.cpu.logical_cores)},
+                 {"memory_bytes", opt(s.cpu.memory_bytes)}}},
+               {"driver_version", opt(s.driver_version)},
+               {"cuda_driver_version", opt(s.cuda_driver_version)},
+               {"cuda_runtime_version", opt(s.cuda_runtime_version)},
+               {"cublas_version", opt(s.cublas_version)},
+               {"cudnn_version", opt(s.cudnn_version)},
+               {"nccl_version", opt(s.nccl_version)},
+               {"gpus", std::move(gpus)}};
+}
+
+ojson to_json(const Result& r) {
+  ojson params = ojson::object();
+  for (const auto& [key, value] : r.parameters)
+    params[key] = to_json(value);
+  ojson timing = nullptr;
+  if (r.timing) {
+    const Timing& t = *r.timing;
+    timing = ojson{{"iterations_per_sample", t.iterations_per_sample},
+                   {"warmup_batches", t.warmup_batches},
+                   {"cold", t.cold},
+                   {"stopped_by", t.stopped_by},
+                   {"seconds_total", t.seconds_total}};
+  }
+  ojson peak = nullptr;
+  if (r.peak) {
+    peak = ojson{{"value", r.peak->value},
+                 {"unit", r.peak->unit},
+                 {"kind", r.peak->kind},
+                 {"source", r.peak->source}};
+  }
+  ojson clocks = nullptr;
+  if (r.clocks) {
+    const ClockRecord& c = *r.clocks;
+    clocks = ojson{
+        {"sm_mhz_min", opt(c.sm_mhz_min)},        {"sm_mhz_median", opt(c.sm_mhz_median)},
+        {"sm_mhz_max", opt(c.sm_mhz_max)},        {"mem_mhz_median", opt(c.mem_mhz_median)},
+        {"power_w_max", opt(c.power_w_max)},      {"temperature_c_max", opt(c.temperature_c_max)},
+        {"throttle_reasons", c.throttle_reasons}, {"samples", c.samples}};
+  }
+  const Stats& s = r.stats;
+  return ojson{{"id", r.id},
+               {"name", r.name},
+               {"devices", r.devices},
+               {"parameters", std::move(params)},
+               {"value", r.value},
+               {"unit", r.unit},
+               {"bytes_per_iteration", opt(r.bytes_per_iteration)},
+               {"flops_per_iteration", opt(r.flops_per_iteration)},
+               {"stats",
+                {{"median", s.median},
+                 {"min", s.min},
+                 {"max", s.max},
+                 {"mean", s.mean},
+                 {"stddev", s.stddev},
+                 {"noise", s.noise},
+                 {"samples", s.samples}}},
+               {"samples", r.samples},
+               {"timing", std::move(timing)},
+               {"peak", std::move(peak)},
+               {"efficiency", opt(r.efficiency)},
+               {"status", to_string(r.status)},
+               {"status_reason", r.status_reason},
+               {"validation", r.validation},
+               {"clocks", std::move(clocks)}};
+}
+
+}  // namespace
+
+ojson run_to_json(const RunFile& run) {
+  const Meta& m = run.meta;
+  ojson results = ojson::array();
+  for (const Result& r : run.results)
+    results.push_back(to_json(r));
+  ojson errors = ojson::array();
+  for (const RunError& e : run.errors) {
+    errors.push_back(ojson{{"context", e.context}, {"message", e.message}});
+  }
+  return ojson{{"schema", run.schema},
+               {"meta",
+                {{"tool_version", m.tool_version},
+                 {"git_sha", m.git_sha},
+                 {"argv", m.argv},
+                 {"command", m.command},
+                 {"started_at", m.started_at},
+                 {"finished_at", m.finished_at},
+                 {"host", m.host}}},
+               {"system", to_json(run.system)},
+               {"results", std::move(results)},
+               {"errors", std::move(errors)}};
+}
+
+// ---------------------------------------------------------------- reading
+
+namespace {
+
+// The JSON kind of a value as messages name it: "got string", "got integer" ...
+std::string_view kind_of(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "binary";
+  }
+}
+
+std::string expected(std::string_view what, const json& v) {
+  return fmt::format("expected {}, got {}", what, kind_of(v));
+}
+
+// Each convert() returns the problem, or "" when `out` was set.
+std::string convert(const json& v, std::string& out) {
+  if (!v.is_string()) return expected("a string", v);
+  out = v.get_ref<const std::string&>();
+  return {};
+}
+
+std::string convert(const json& v, bool& out) {
+  if (!v.is_boolean()) return expected("a boolean", v);
+  out = v.get<bool>();
+  return {};
+}
+
+std::string convert(const json& v, double& out) {
+  if (!v.is_number()) return expected("a number", v);
+  out = v.get<double>();
+  // The parser already refuses literals beyond the double range (1e400); checked
+  // again so that no document, however it was built, yields a non-finite value.
+  if (!std::isfinite(out)) return "number is not finite";
+  return {};
+}
+
+// The non-template overloads above win for bool, double and ParamValue.
+template <class Int>
+std::string convert(const json& v, Int& out) {
+  static_assert(std::is_integral_v<Int> && !std::is_same_v<Int, bool>);
+  using Lim = std::numeric_limits<Int>;
+  const auto out_of_range = [](const auto& got) {
+    return fmt::format("integer {} is out of range [{}, {}]", got, Lim::min(), Lim::max());
+  };
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > uint64_t(Lim::max())) return out_of_range(u);
+    out = Int(u);
+    return {};
+  }
+  if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    if (i < int64_t(Lim::min()) || (i > 0 && uint64_t(i) > uint64_t(Lim::max())))
+      return out_of_range(i);
+    out = Int(i);
+    return {};
+  }
+  return expected("an integer", v);
+}
+
+std::string convert(const json& v, ParamValue& out) {
+  switch (v.type()) {
+    case json::value_t::boolean:
+      out = v.get<bool>();
+      return {};
+    case json::value_t::string:
+      out = v.get<std::string>();
+      return {};
+    case json::value_t::number_integer:
+      out = v.get<int64_t>();
+      return {};
+    case json::value_t::number_unsigned: {
+      // Integers beyond int64 keep their magnitude as a double rather than wrap.
+      const uint64_t u = v.get<uint64_t>();
+      if (u <= uint64_t(std::numeric_limits<int64_t>::max())) {
+        out = int64_t(u);
+      } else {
+        out = double(u);
+      }
+      return {};
+    }
+    case json::value_t::number_float: {
+      double d = 0;
+      std::string problem = convert(v, d);
+      out = d;
+      return problem;
+    }
+    default:
+      return expected("a boolean, number or string", v);
+  }
+}
+
+// A JSON object being read, with its field path for messages.
+class Obj {
+ public:
+  Obj(const json& j, std::string path, std::string_view name)
+      : j_(j), path_(std::move(path)), name_(name) {
+    if (!j.is_object()) fail(name_, path_, expected("an object", j));
+  }
+
+  std::string path(std::string_view key) const {
+    std::string p = path_;
+    append_key(p, key);
+    return p;
+  }
+  [[noreturn]] void fail_at(std::string_view key, std::string_view problem) const {
+    fail(name_, path(key), problem);
+  }
+  [[noreturn]] void fail_here(std::string_view problem) const { fail(name_, path_, problem); }
+
+  template <class T>
+  T req(const char* key) const {
+    T out{};
+    check(key, convert(require(key), out));
+    return out;
+  }
+
+  template <class T>
+  std::optional<T> opt(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    T out{};
+    check(key, convert(*v, out));
+    return out;
+  }
+
+  template <class T>
+  std::vector<T> vec(const char* key) const {
+    const json& a = array(key);
+    std::vector<T> out(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string problem = convert(a[i], out[i]);
+      if (!problem.empty()) fail(name_, index_path(key, i), problem);
+    }
+    return out;
+  }
+
+  Obj obj(const char* key) const { return Obj(require(key), path(key), name_); }
+
+  std::optional<Obj> opt_obj(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return Obj(*v, path(key), name_);
+  }
+
+  // Reads an array of objects with `read(Obj) -> T`.
+  template <class T, class Read>
+  std::vector<T> objects(const char* key, Read read) const {
+    const json& a = array(key);
+    std::vector<T> out;
+    out.reserve(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      out.push_back(read(Obj(a[i], index_path(key, i), name_)));
+    }
+    return out;
+  }
+
+  const json& json_value() const { return j_; }
+  std::string_view name() const { return name_; }
+
+ private:
+  const json* find(const char* key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  const json& require(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) fail_at(key, "required field is missing");
+    return *v;
+  }
+  const json& array(const char* key) const {
+    const json& a = require(key);
+    if (!a.is_array()) fail_at(key, expected("an array", a));
+    return a;
+  }
+  std::string index_path(const char* key, std::size_t i) const {
+    return path(key) + "[" + std::to_string(i) + "]";
+  }
+  void check(const char* key, const std::string& problem) const {
+    if (!problem.empty()) fail_at(key, problem);
+  }
+
+  const json& j_;
+  std::string path_;
+  std::string_view name_;
+};
+
+template <class T>
+void require_at_least(const Obj& o, const char* key, T value, T min) {
+  if (value < min) o.fail_at(key, fmt::format("must be >= {}, got {}", min, value));
+}
+
+Meta read_meta(const Obj& o) {
+  Meta m;
+  m.tool_version = o.req<std::string>("tool_version");
+  m.git_sha = o.req<std::string>("git_sha");
+  m.argv = o.vec<std::string>("argv");
+  m.command = o.req<std::string>("command");
+  m.started_at = o.req<std::string>("started_at");
+  m.finished_at = o.req<std::string>("finished_at");
+  m.host = o.req<std::string>("host");
+  return m;
+}
+
+NvLinkInfo read_nvlink(const Obj& o) {
+  NvLinkInfo l;
+  l.link = o.req<int>("link");
+  l.active = o.req<bool>("active");
+  l.version = o.opt<int>("version");
+  l.remote_pci_bus_id = o.opt<std::string>("remote_pci_bus_id");
+  return l;
+}
+
+GpuInfo read_gpu(const Obj& o) {
+  GpuInfo g;
+  g.index = o.req<int>("index");
+  g.name = o.req<std::string>("name");
+  g.uuid = o.req<std::string>("uuid");
+  g.pci_bus_id = o.req<std::string>("pci_bus_id");
+  g.pci_device_id = o.opt<uint32_t>("pci_device_id");
+  g.compute_capability = o.req<std::string>("compute_capability");
+  g.sm_count = o.req<int>("sm_count");
+  require_at_least(o, "sm_count", g.sm_count, 0);
+  g.memory_total_bytes = o.req<int64_t>("memory_total_bytes");
+  require_at_least(o, "memory_total_bytes", g.memory_total_bytes, int64_t{0});
+  g.l2_bytes = o.req<int64_t>("l2_bytes");
+  g.memory_bus_width_bits = o.opt<int>("memory_bus_width_bits");
+  g.sm_clock_mhz = o.opt<int>("sm_clock_mhz");
+  g.sm_clock_max_mhz = o.opt<int>("sm_clock_max_mhz");
+  g.mem_clock_mhz = o.opt<int>("mem_clock_mhz");
+  g.mem_clock_max_mhz = o.opt<int>("mem_clock_max_mhz");
+  g.power_limit_w = o.opt<double>("power_limit_w");
+  g.power_default_limit_w = o.opt<double>("power_default_limit_w");
+  g.pcie_gen_current = o.opt<int>("pcie_gen_current");
+  g.pcie_gen_max = o.opt<int>("pcie_gen_max");
+  g.pcie_width_current = o.opt<int>("pcie_width_current");
+  g.pcie_width_max = o.opt<int>("pcie_width_max");
+  g.ecc_enabled = o.opt<bool>("ecc_enabled");
+  g.mig_enabled = o.opt<bool>("mig_enabled");
+  g.vbios_version = o.opt<std::string>("vbios_version");
+  g.nvlinks = o.objects<NvLinkInfo>("nvlinks", read_nvlink);
+  return g;
+}
+
+SystemInfo read_system(const Obj& o) {
+  SystemInfo s;
+  s.os = o.req<std::string>("os");
+  const Obj cpu = o.obj("cpu");
+  s.cpu.model = cpu.req<std::string>("model");
+  s.cpu.logical_cores = cpu.opt<int>("logical_cores");
+  s.cpu.memory_bytes = cpu.opt<int64_t>("memory_bytes");
+  s.driver_version = o.opt<std::string>("driver_version");
+  s.cuda_driver_version = o.opt<std::string>("cuda_driver_version");
+  s.cuda_runtime_version = o.opt<std::string>("cuda_runtime_version");
+  s.cublas_version = o.opt<std::string>("cublas_version");
+  s.cudnn_version = o.opt<std::string>("cudnn_version");
+  s.nccl_version = o.opt<std::string>("nccl_version");
+  s.gpus = o.objects<GpuInfo>("gpus", read_gpu);
+  return s;
+}
+
+Stats read_stats(const Obj& o) {
+  Stats s;
+  s.median = o.req<double>("median");
+  s.min = o.req<double>("min");
+  s.max = o.req<double>("max");
+  s.mean = o.req<double>("mean");
+  s.stddev = o.req<double>("stddev");
+  s.noise = o.req<double>("noise");
+  require_at_least(o, "noise", s.noise, 0.0);
+  s.samples = o.req<int>("samples");
+  require_at_least(o, "samples", s.samples, 0);
+  if (s.samples > 0 && !(s.min <= s.median && s.median <= s.max)) {
+    o.fail_here(fmt::format("min <= median <= max does not hold (min {}, median {}, max {})", s.min,
+                            s.median, s.max));
+  }
+  return s;
+}
+
+Timing read_timing(const Obj& o) {
+  Timing t;
+  t.iterations_per_sample = o.req<int64_t>("iterations_per_sample");
+  require_at_least(o, "iterations_per_sample", t.iterations_per_sample, int64_t{1});
+  t.warmup_batches = o.req<int>("warmup_batches");
+  t.cold = o.req<bool>("cold");
+  t.stopped_by = o.req<std::string>("stopped_by");
+  t.seconds_total = o.req<double>("seconds_total");
+  return t;
+}
+
+Peak read_peak(const Obj& o) {
+  Peak p;
+  p.value = o.req<double>("value");
+  p.unit = o.req<std::string>("unit");
+  p.kind = o.req<std::string>("kind");
+  p.source = o.req<std::string>("source");
+  return p;
+}
+
+ClockRecord read_clocks(const Obj& o) {
+  ClockRecord c;
+  c.sm_mhz_min = o.opt<int>("sm_mhz_min");
+  c.sm_mhz_median = o.opt<int>("sm_mhz_median");
+  c.sm_mhz_max = o.opt<int>("sm_mhz_max");
+  c.mem_mhz_median = o.opt<int>("mem_mhz_median");
+  c.power_w_max = o.opt<double>("power_w_max");
+  c.temperature_c_max = o.opt<int>("temperature_c_max");
+  c.throttle_reasons = o.vec<std::string>("throttle_reasons");
+  c.samples = o.req<int>("samples");
+  require_at_least(o, "samples", c.samples, 0);
+  return c;
+}
+
+std::map<std::string, ParamValue> read_parameters(const Obj& o) {
+  std::map<std::string, ParamValue> out;
+  for (const auto& [key, value] : o.json_value().items()) {
+    ParamValue p;
+    const std::string problem = convert(value, p);
+    if (!problem.empty()) o.fail_at(key, problem);
+    out.emplace(key, std::move(p));
+  }
+  return out;
+}
+
+Result read_result(const Obj& o, std::size_t gpu_count) {
+  Result r;
+  r.id = o.req<std::string>("id");
+  if (r.id.empty()) o.fail_at("id", "must not be empty");
+  r.name = o.req<std::string>("name");
+  r.devices = o.vec<int>("devices");
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    if (r.devices[i] < 0 || std::size_t(r.devices[i]) >= gpu_count) {
+      fail(o.name(), o.path("devices") + "[" + std::to_string(i) + "]",
+           fmt::format("GPU index {} is out of range (system.gpus has {} entries)", r.devices[i],
+                       gpu_count));
+    }
+  }
+  r.parameters = read_parameters(o.obj("parameters"));
+  r.value = o.req<double>("value");
+  r.unit = o.req<std::string>("unit");
+  r.bytes_per_iteration = o.opt<double>("bytes_per_iteration");
+  r.flops_per_iteration = o.opt<double>("flops_per_iteration");
+  r.stats = read_stats(o.obj("stats"));
+  r.samples = o.vec<double>("samples");
+  if (auto t = o.opt_obj("timing")) r.timing = read_timing(*t);
+  if (auto p = o.opt_obj("peak")) r.peak = read_peak(*p);
+  r.efficiency = o.opt<double>("efficiency");
+  if (r.efficiency) require_at_least(o, "efficiency", *r.efficiency, 0.0);
+  const auto status_text = o.req<std::string>("status");
+  const std::optional<Status> status = status_from_string(status_text);
+  if (!status) {
+    o.fail_at("status", "unknown status " + quote(status_text) +
+                            " (expected ok, invalid, unsupported or error)");
+  }
+  r.status = *status;
+  if (r.status == Status::kOk && r.unit.empty()) {
+    o.fail_at("unit", "must not be empty when status is ok");
+  }
+  r.status_reason = o.req<std::string>("status_reason");
+  r.validation = o.req<std::string>("validation");
+  if (auto c = o.opt_obj("clocks")) r.clocks = read_clocks(*c);
+  return r;
+}
+
+RunError read_error(const Obj& o) {
+  return RunError{o.req<std::string>("context"), o.req<std::string>("message")};
+}
+
+}  // namespace
+
+RunFile run_from_json(const json& doc, std::string_view name) {
+  const Obj top(doc, "", name);
+  RunFile run;
+  run.schema = top.req<std::string>("schema");
+  run.meta = read_meta(top.obj("meta"));
+  run.system = read_system(top.obj("system"));
+  const std::size_t gpu_count = run.system.gpus.size();
+  run.results =
+      top.objects<Result>("results", [&](const Obj& o) { return read_result(o, gpu_count); });
+  run.errors = top.objects<RunError>("errors", read_error);
+  return run;
+}
+
+}  // namespace gpuvs::run_json

@@ -6,8 +6,8 @@
 
 namespace gpuvs::detail {
 
-void throw_check_failure(const char* library, const char* expr, int code,
-                         const std::string& detail, const char* file, int line) {
+void throw_check_failure(const char* library, const char* expr, int code, const std::string& detail,
+                         const char* file, int line) {
   throw Error(fmt::format("{} error {} ({}) in {} at {}:{}", library, code, detail, expr,
                           std::filesystem::path(file).filename().string(), line));
 }

@@ -1,0 +1,528 @@
+// NVML through dlopen/dlsym: the loader, the typed getters and the helpers that turn
+// NVML's raw answers (bitmasks, enums, bus ids) into gpuvs's stable names.
+// Each entry point is resolved on its own: a symbol an old driver lacks turns only
+// the getters that need it into std::nullopt.
+#include "gpu/nvml.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace gpuvs::nvml {
+
+struct Library::Symbols {
+  Return (*init_v2)() = nullptr;
+  Return (*shutdown)() = nullptr;
+  const char* (*error_string)(Return) = nullptr;
+  Return (*device_get_count_v2)(unsigned int*) = nullptr;
+  Return (*device_get_handle_by_index_v2)(unsigned int, DeviceHandle*) = nullptr;
+  Return (*device_get_handle_by_pci_bus_id_v2)(const char*, DeviceHandle*) = nullptr;
+  Return (*device_get_name)(DeviceHandle, char*, unsigned int) = nullptr;
+  Return (*device_get_uuid)(DeviceHandle, char*, unsigned int) = nullptr;
+  Return (*device_get_pci_info_v3)(DeviceHandle, RawPciInfo*) = nullptr;
+  Return (*device_get_clock_info)(DeviceHandle, ClockType, unsigned int*) = nullptr;
+  Return (*device_get_max_clock_info)(DeviceHandle, ClockType, unsigned int*) = nullptr;
+  Return (*device_get_enforced_power_limit)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_power_management_default_limit)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_curr_pcie_link_generation)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_max_pcie_link_generation)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_curr_pcie_link_width)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_max_pcie_link_width)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_ecc_mode)(DeviceHandle, EnableState*, EnableState*) = nullptr;
+  Return (*device_get_mig_mode)(DeviceHandle, unsigned int*, unsigned int*) = nullptr;
+  Return (*device_get_vbios_version)(DeviceHandle, char*, unsigned int) = nullptr;
+  Return (*device_get_nvlink_state)(DeviceHandle, unsigned int, EnableState*) = nullptr;
+  Return (*device_get_nvlink_version)(DeviceHandle, unsigned int, unsigned int*) = nullptr;
+  Return (*device_get_nvlink_remote_pci_info_v2)(DeviceHandle, unsigned int, RawPciInfo*) = nullptr;
+  Return (*device_get_power_usage)(DeviceHandle, unsigned int*) = nullptr;
+  Return (*device_get_total_energy_consumption)(DeviceHandle, unsigned long long*) = nullptr;
+  Return (*device_get_temperature_v)(DeviceHandle, RawTemperatureV1*) = nullptr;
+  Return (*device_get_temperature)(DeviceHandle, TemperatureSensor, unsigned int*) = nullptr;
+  Return (*device_get_current_clocks_event_reasons)(DeviceHandle, unsigned long long*) = nullptr;
+  Return (*device_get_current_clocks_throttle_reasons)(DeviceHandle, unsigned long long*) = nullptr;
+  Return (*system_get_driver_version)(char*, unsigned int) = nullptr;
+  Return (*system_get_cuda_driver_version_v2)(int*) = nullptr;
+  Return (*system_get_cuda_driver_version)(int*) = nullptr;
+};
+
+namespace {
+
+template <class F>
+void resolve(void* handle, const char* name, F& out) {
+  // POSIX guarantees that a dlsym result converts to a function pointer.
+  out = reinterpret_cast<F>(dlsym(handle, name));
+}
+
+// Calls an entry point that may be missing; true only on NVML_SUCCESS.
+template <class F, class... Args>
+bool call(F fn, Args... args) {
+  return fn != nullptr && fn(args...) == kSuccess;
+}
+
+std::string from_buffer(const char* buffer, size_t size) {
+  return std::string(buffer, strnlen(buffer, size));
+}
+
+std::string last_dl_error() {
+  const char* e = dlerror();
+  return e != nullptr ? std::string(e) : std::string("unknown dlopen error");
+}
+
+}  // namespace
+
+// ---- Library -------------------------------------------------------------------------
+
+Library::Library(std::vector<std::string> candidates) : sym_(std::make_unique<Symbols>()) {
+  if (candidates.empty()) {
+    reason_ = "no NVML library name given";
+    return;
+  }
+  std::string first_error;
+  std::string loaded_name;
+  for (const std::string& name : candidates) {
+    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ != nullptr) {
+      loaded_name = name;
+      break;
+    }
+    // The first name is the one that matters to a user (the runtime soname); the
+    // development link is only a second chance.
+    if (first_error.empty()) first_error = last_dl_error();
+  }
+  if (handle_ == nullptr) {
+    reason_ = fmt::format("{} not found: {}", candidates.front(), first_error);
+    return;
+  }
+
+  Symbols& s = *sym_;
+  resolve(handle_, "nvmlInit_v2", s.init_v2);
+  resolve(handle_, "nvmlShutdown", s.shutdown);
+  resolve(handle_, "nvmlErrorString", s.error_string);
+  if (s.init_v2 == nullptr) {
+    reason_ = fmt::format("nvmlInit_v2 not found in {}: {}", loaded_name, last_dl_error());
+    return;
+  }
+  Return rc = s.init_v2();
+  if (rc != kSuccess) {
+    reason_ = fmt::format("nvmlInit_v2 failed: {}", error_string(rc));
+    return;
+  }
+  initialized_ = true;
+
+  resolve(handle_, "nvmlDeviceGetCount_v2", s.device_get_count_v2);
+  resolve(handle_, "nvmlDeviceGetHandleByIndex_v2", s.device_get_handle_by_index_v2);
+  resolve(handle_, "nvmlDeviceGetHandleByPciBusId_v2", s.device_get_handle_by_pci_bus_id_v2);
+  resolve(handle_, "nvmlDeviceGetName", s.device_get_name);
+  resolve(handle_, "nvmlDeviceGetUUID", s.device_get_uuid);
+  resolve(handle_, "nvmlDeviceGetPciInfo_v3", s.device_get_pci_info_v3);
+  resolve(handle_, "nvmlDeviceGetClockInfo", s.device_get_clock_info);
+  resolve(handle_, "nvmlDeviceGetMaxClockInfo", s.device_get_max_clock_info);
+  resolve(handle_, "nvmlDeviceGetEnforcedPowerLimit", s.device_get_enforced_power_limit);
+  resolve(handle_, "nvmlDeviceGetPowerManagementDefaultLimit",
+          s.device_get_power_management_default_limit);
+  resolve(handle_, "nvmlDeviceGetCurrPcieLinkGeneration", s.device_get_curr_pcie_link_generation);
+  resolve(handle_, "nvmlDeviceGetMaxPcieLinkGeneration", s.device_get_max_pcie_link_generation);
+  resolve(handle_, "nvmlDeviceGetCurrPcieLinkWidth", s.device_get_curr_pcie_link_width);
+  resolve(handle_, "nvmlDeviceGetMaxPcieLinkWidth", s.device_get_max_pcie_link_width);
+  resolve(handle_, "nvmlDeviceGetEccMode", s.device_get_ecc_mode);
+  resolve(handle_, "nvmlDeviceGetMigMode", s.device_get_mig_mode);
+  resolve(handle_, "nvmlDeviceGetVbiosVersion", s.device_get_vbios_version);
+  resolve(handle_, "nvmlDeviceGetNvLinkState", s.device_get_nvlink_state);
+  resolve(handle_, "nvmlDeviceGetNvLinkVersion", s.device_get_nvlink_version);
+  resolve(handle_, "nvmlDeviceGetNvLinkRemotePciInfo_v2", s.device_get_nvlink_remote_pci_info_v2);
+  resolve(handle_, "nvmlDeviceGetPowerUsage", s.device_get_power_usage);
+  resolve(handle_, "nvmlDeviceGetTotalEnergyConsumption", s.device_get_total_energy_consumption);
+  resolve(handle_, "nvmlDeviceGetTemperatureV", s.device_get_temperature_v);
+  resolve(handle_, "nvmlDeviceGetTemperature", s.device_get_temperature);
+  resolve(handle_, "nvmlDeviceGetCurrentClocksEventReasons",
+          s.device_get_current_clocks_event_reasons);
+  resolve(handle_, "nvmlDeviceGetCurrentClocksThrottleReasons",
+          s.device_get_current_clocks_throttle_reasons);
+  resolve(handle_, "nvmlSystemGetDriverVersion", s.system_get_driver_version);
+  resolve(handle_, "nvmlSystemGetCudaDriverVersion_v2", s.system_get_cuda_driver_version_v2);
+  resolve(handle_, "nvmlSystemGetCudaDriverVersion", s.system_get_cuda_driver_version);
+}
+
+Library::~Library() {
+  if (initialized_ && sym_->shutdown != nullptr) sym_->shutdown();
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+std::string Library::error_string(Return code) const {
+  if (sym_->error_string != nullptr) {
+    if (const char* s = sym_->error_string(code); s != nullptr) return s;
+  }
+  return fmt::format("NVML error {}", code);
+}
+
+std::optional<unsigned int> Library::device_count() const {
+  unsigned int n = 0;
+  if (!initialized_ || !call(sym_->device_get_count_v2, &n)) return std::nullopt;
+  return n;
+}
+
+Device Library::device_by_index(unsigned int index) const {
+  DeviceHandle h = nullptr;
+  if (!initialized_ || !call(sym_->device_get_handle_by_index_v2, index, &h)) return {};
+  return Device(this, h);
+}
+
+Device Library::device_by_pci_bus_id(std::string_view bus_id) const {
+  if (!initialized_) return {};
+  std::optional<std::string> wanted = normalize_pci_bus_id(bus_id);
+  if (!wanted) return {};
+  DeviceHandle h = nullptr;
+  if (call(sym_->device_get_handle_by_pci_bus_id_v2, wanted->c_str(), &h) && h != nullptr)
+    return Device(this, h);
+  // Second chance: walk the devices NVML can see and compare their bus ids. This
+  // helps where the direct lookup is refused but enumeration works.
+  std::optional<unsigned int> n = device_count();
+  for (unsigned int i = 0; n && i < *n; ++i) {
+    Device d = device_by_index(i);
+    if (std::optional<PciInfo> pci = d.pci_info(); pci && same_pci_bus_id(pci->bus_id, *wanted))
+      return d;
+  }
+  return {};
+}
+
+std::optional<std::string> Library::driver_version() const {
+  char buffer[kDriverVersionBufferSize] = {};
+  if (!initialized_ || !call(sym_->system_get_driver_version, buffer, kDriverVersionBufferSize))
+    return std::nullopt;
+  return from_buffer(buffer, sizeof buffer);
+}
+
+std::optional<std::string> Library::cuda_driver_version() const {
+  if (!initialized_) return std::nullopt;
+  int v = 0;
+  if (!call(sym_->system_get_cuda_driver_version_v2, &v) &&
+      !call(sym_->system_get_cuda_driver_version, &v))
+    return std::nullopt;
+  // NVML encodes 13.0 as 13000 (NVML_CUDA_DRIVER_VERSION_MAJOR/MINOR).
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
+
+// ---- Device --------------------------------------------------------------------------
+
+std::optional<std::string> Device::name() const {
+  char buffer[kDeviceNameBufferSize] = {};
+  if (!valid() || !call(library_->sym_->device_get_name, handle_, buffer, kDeviceNameBufferSize))
+    return std::nullopt;
+  return from_buffer(buffer, sizeof buffer);
+}
+
+std::optional<std::string> Device::uuid() const {
+  char buffer[kDeviceUuidBufferSize] = {};
+  if (!valid() || !call(library_->sym_->device_get_uuid, handle_, buffer, kDeviceUuidBufferSize))
+    return std::nullopt;
+  return from_buffer(buffer, sizeof buffer);
+}
+
+std::optional<PciInfo> Device::pci_info() const {
+  RawPciInfo raw{};
+  if (!valid() || !call(library_->sym_->device_get_pci_info_v3, handle_, &raw)) return std::nullopt;
+  PciInfo info;
+  info.bus_id = from_buffer(raw.busId, sizeof raw.busId);
+  info.pci_device_id = raw.pciDeviceId;
+  info.pci_subsystem_id = raw.pciSubSystemId;
+  info.domain = raw.domain;
+  info.bus = raw.bus;
+  info.device = raw.device;
+  return info;
+}
+
+namespace {
+
+// The common shape of NVML's "one unsigned int out" device getters.
+std::optional<unsigned int> get_uint(Return (*fn)(DeviceHandle, unsigned int*),
+                                     DeviceHandle handle) {
+  unsigned int v = 0;
+  if (!call(fn, handle, &v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int> as_int(std::optional<unsigned int> v) {
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+}  // namespace
+
+std::optional<int> Device::clock_mhz(ClockType type) const {
+  unsigned int v = 0;
+  if (!valid() || !call(library_->sym_->device_get_clock_info, handle_, type, &v))
+    return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::optional<int> Device::max_clock_mhz(ClockType type) const {
+  unsigned int v = 0;
+  if (!valid() || !call(library_->sym_->device_get_max_clock_info, handle_, type, &v))
+    return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::optional<double> Device::power_limit_w() const {
+  if (!valid()) return std::nullopt;
+  std::optional<unsigned int> mw =
+      get_uint(library_->sym_->device_get_enforced_power_limit, handle_);
+  if (!mw) return std::nullopt;
+  return *mw / 1000.0;
+}
+
+std::optional<double> Device::power_default_limit_w() const {
+  if (!valid()) return std::nullopt;
+  std::optional<unsigned int> mw =
+      get_uint(library_->sym_->device_get_power_management_default_limit, handle_);
+  if (!mw) return std::nullopt;
+  return *mw / 1000.0;
+}
+
+std::optional<int> Device::pcie_gen_current() const {
+  if (!valid()) return std::nullopt;
+  return as_int(get_uint(library_->sym_->device_get_curr_pcie_link_generation, handle_));
+}
+
+std::optional<int> Device::pcie_gen_max() const {
+  if (!valid()) return std::nullopt;
+  return as_int(get_uint(library_->sym_->device_get_max_pcie_link_generation, handle_));
+}
+
+std::optional<int> Device::pcie_width_current() const {
+  if (!valid()) return std::nullopt;
+  return as_int(get_uint(library_->sym_->device_get_curr_pcie_link_width, handle_));
+}
+
+std::optional<int> Device::pcie_width_max() const {
+  if (!valid()) return std::nullopt;
+  return as_int(get_uint(library_->sym_->device_get_max_pcie_link_width, handle_));
+}
+
+std::optional<bool> Device::ecc_enabled() const {
+  EnableState current = kFeatureDisabled;
+  EnableState pending = kFeatureDisabled;
+  if (!valid() || !call(library_->sym_->device_get_ecc_mode, handle_, &current, &pending))
+    return std::nullopt;
+  return current == kFeatureEnabled;
+}
+
+std::optional<bool> Device::mig_enabled() const {
+  unsigned int current = kMigDisable;
+  unsigned int pending = kMigDisable;
+  if (!valid() || !call(library_->sym_->device_get_mig_mode, handle_, &current, &pending))
+    return std::nullopt;
+  return current == kMigEnable;
+}
+
+std::optional<std::string> Device::vbios_version() const {
+  char buffer[kVbiosVersionBufferSize] = {};
+  if (!valid() ||
+      !call(library_->sym_->device_get_vbios_version, handle_, buffer, kVbiosVersionBufferSize))
+    return std::nullopt;
+  return from_buffer(buffer, sizeof buffer);
+}
+
+std::vector<NvLink> Device::nvlinks() const {
+  std::vector<NvLink> links;
+  if (!valid() || library_->sym_->device_get_nvlink_state == nullptr) return links;
+  const Library::Symbols& s = *library_->sym_;
+  for (unsigned int link = 0; link < kNvLinkScanLimit; ++link) {
+    EnableState state = kFeatureDisabled;
+    // INVALID_ARGUMENT: past the last link; NOT_SUPPORTED: no NVLink at all. Any other
+    // failure also ends the list, so that what is listed is contiguous from link 0.
+    if (s.device_get_nvlink_state(handle_, link, &state) != kSuccess) break;
+    NvLink info;
+    info.link = link;
+    info.active = state == kFeatureEnabled;
+    unsigned int version = 0;
+    if (call(s.device_get_nvlink_version, handle_, link, &version)) info.version_raw = version;
+    RawPciInfo remote{};
+    if (info.active && call(s.device_get_nvlink_remote_pci_info_v2, handle_, link, &remote)) {
+      std::string id = from_buffer(remote.busId, sizeof remote.busId);
+      if (!id.empty()) info.remote_pci_bus_id = normalize_pci_bus_id(id).value_or(id);
+    }
+    links.push_back(std::move(info));
+  }
+  return links;
+}
+
+std::optional<unsigned int> Device::power_usage_mw() const {
+  if (!valid()) return std::nullopt;
+  return get_uint(library_->sym_->device_get_power_usage, handle_);
+}
+
+std::optional<unsigned long long> Device::total_energy_mj() const {
+  unsigned long long v = 0;
+  if (!valid() || !call(library_->sym_->device_get_total_energy_consumption, handle_, &v))
+    return std::nullopt;
+  return v;
+}
+
+std::optional<int> Device::temperature_c() const {
+  if (!valid()) return std::nullopt;
+  // NVML 13 deprecates nvmlDeviceGetTemperature for the versioned call; drivers
+  // before 12.x have only the old one.
+  RawTemperatureV1 t{};
+  t.version = kTemperatureV1Version;
+  t.sensorType = kTemperatureGpu;
+  if (call(library_->sym_->device_get_temperature_v, handle_, &t)) return t.temperature;
+  unsigned int v = 0;
+  if (call(library_->sym_->device_get_temperature, handle_, kTemperatureGpu, &v))
+    return static_cast<int>(v);
+  return std::nullopt;
+}
+
+std::optional<unsigned long long> Device::clock_event_reasons() const {
+  if (!valid()) return std::nullopt;
+  unsigned long long mask = 0;
+  // "Throttle" was renamed "event" in NVML 12.2; drivers keep the old name, old
+  // drivers have only it.
+  if (call(library_->sym_->device_get_current_clocks_event_reasons, handle_, &mask) ||
+      call(library_->sym_->device_get_current_clocks_throttle_reasons, handle_, &mask))
+    return mask;
+  return std::nullopt;
+}
+
+// ---- process-wide library ------------------------------------------------------------
+
+std::vector<std::string> default_library_candidates() {
+  return {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+}
+
+const Library& library() {
+  // Never destroyed: a sampler thread may still be running while static objects are
+  // torn down at exit, and the driver cleans up after the process anyway.
+  static const Library* const instance = [] {
+    const char* override_name = std::getenv("GPUVS_NVML_LIBRARY");
+    if (override_name != nullptr && *override_name != '\0')
+      return new Library({std::string(override_name)});
+    return new Library(default_library_candidates());
+  }();
+  return *instance;
+}
+
+bool available() {
+  return library().available();
+}
+
+std::string unavailable_reason() {
+  return library().unavailable_reason();
+}
+
+// ---- names and bus ids ---------------------------------------------------------------
+
+std::vector<std::string> throttle_reason_names(unsigned long long mask) {
+  struct Known {
+    unsigned long long bit;
+    const char* name;
+  };
+  // Stable names: they are written into run files and compared across versions.
+  static constexpr Known kKnown[] = {
+      {kClocksEventGpuIdle, "gpu_idle"},
+      {kClocksEventApplicationsClocksSetting, "applications_clocks_setting"},
+      {kClocksEventSwPowerCap, "sw_power_cap"},
+      {kClocksEventHwSlowdown, "hw_slowdown"},
+      {kClocksEventSyncBoost, "sync_boost"},
+      {kClocksEventSwThermalSlowdown, "sw_thermal_slowdown"},
+      {kClocksEventHwThermalSlowdown, "hw_thermal_slowdown"},
+      {kClocksEventHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+      {kClocksEventDisplayClockSetting, "display_clock_setting"},
+  };
+  std::vector<std::string> names;
+  for (int i = 0; i < 64; ++i) {
+    const unsigned long long bit = 1ULL << i;
+    if ((mask & bit) == 0) continue;
+    const auto* known = std::find_if(std::begin(kKnown), std::end(kKnown),
+                                     [bit](const Known& k) { return k.bit == bit; });
+    names.push_back(known != std::end(kKnown) ? std::string(known->name)
+                                              : fmt::format("unknown_0x{:x}", bit));
+  }
+  return names;
+}
+
+std::optional<int> nvlink_generation(unsigned int version_raw) {
+  switch (version_raw) {
+    case kNvLinkVersion1_0:
+      return 1;
+    case kNvLinkVersion2_0:
+    case kNvLinkVersion2_2:
+      return 2;
+    case kNvLinkVersion3_0:
+    case kNvLinkVersion3_1:
+      return 3;
+    case kNvLinkVersion4_0:
+      return 4;
+    case kNvLinkVersion5_0:
+      return 5;
+    default:
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+// Parses 1..max_digits hex digits making up all of `text`.
+std::optional<unsigned long> parse_hex(std::string_view text, size_t max_digits) {
+  if (text.empty() || text.size() > max_digits) return std::nullopt;
+  unsigned long v = 0;
+  for (char c : text) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    const int digit = std::isdigit(static_cast<unsigned char>(c))
+                          ? c - '0'
+                          : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
+    v = v * 16 + static_cast<unsigned long>(digit);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::string> normalize_pci_bus_id(std::string_view text) {
+  // NVML buffers may carry trailing NULs; people may paste spaces.
+  while (!text.empty() &&
+         (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
+    text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+
+  // The function may be left out only in the "domain:bus:device" form (NVML's %x:%x:%x).
+  const size_t dot = text.rfind('.');
+  const bool has_function = dot != std::string_view::npos;
+  const std::optional<unsigned long> function =
+      has_function ? parse_hex(text.substr(dot + 1), 1) : std::optional<unsigned long>(0);
+  if (has_function) text = text.substr(0, dot);
+
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    size_t colon = text.find(':', start);
+    fields.push_back(text.substr(start, colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+
+  std::optional<unsigned long> domain = 0;
+  if (fields.size() == 3) {
+    domain = parse_hex(fields[0], 8);
+    fields.erase(fields.begin());
+  } else if (fields.size() != 2 || !has_function) {
+    return std::nullopt;
+  }
+  const std::optional<unsigned long> bus = parse_hex(fields[0], 2);
+  const std::optional<unsigned long> device = parse_hex(fields[1], 2);
+  if (!domain || !bus || !device || !function || *device > 0x1f || *function > 7)
+    return std::nullopt;
+  return fmt::format("{:08X}:{:02X}:{:02X}.{:X}", *domain, *bus, *device, *function);
+}
+
+bool same_pci_bus_id(std::string_view a, std::string_view b) {
+  std::optional<std::string> na = normalize_pci_bus_id(a);
+  std::optional<std::string> nb = normalize_pci_bus_id(b);
+  return na && nb && *na == *nb;
+}
+
+}  // namespace gpuvs::nvml

@@ -1,0 +1,141 @@
+#include "report/summary.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "core/verdict.h"
+#include "report/table.h"
+
+namespace gpuvs {
+
+std::string short_gpu_name(const std::string& name) {
+  constexpr std::string_view kPrefix = "NVIDIA ";
+  if (name.rfind(kPrefix, 0) == 0) return name.substr(kPrefix.size());
+  return name;
+}
+
+namespace {
+
+std::string gpu_label(const RunFile& run, const Result& r) {
+  std::string out;
+  for (int d : r.devices) {
+    if (!out.empty()) out += ",";
+    if (d >= 0 && static_cast<size_t>(d) < run.system.gpus.size())
+      out += fmt::format("{} {}", d, short_gpu_name(run.system.gpus[d].name));
+    else
+      out += std::to_string(d);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string clock_cell(const Result& r) {
+  if (!r.clocks || !r.clocks->sm_mhz_median) return "-";
+  const ClockRecord& c = *r.clocks;
+  if (c.sm_mhz_min && c.sm_mhz_max && *c.sm_mhz_min != *c.sm_mhz_max)
+    return fmt::format("{} ({}-{})", *c.sm_mhz_median, *c.sm_mhz_min, *c.sm_mhz_max);
+  return std::to_string(*c.sm_mhz_median);
+}
+
+std::string status_cell(const Result& r) {
+  if (r.status != Status::kOk) return fmt::format("{}: {}", to_string(r.status), r.status_reason);
+  if (throttled(r)) {
+    std::string reasons;
+    for (const auto& t : r.clocks->throttle_reasons)
+      if (is_throttling_reason(t)) reasons += (reasons.empty() ? "" : ",") + t;
+    return "ok, throttled: " + reasons;
+  }
+  return "ok";
+}
+
+}  // namespace
+
+std::string render_summary(const RunFile& run) {
+  using A = TextTable::Align;
+  TextTable t({"result", "GPU", "value", "noise", "n", "of peak", "SM MHz", "status"},
+              {A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kLeft, A::kRight, A::kLeft});
+  for (const Result& r : run.results) {
+    const bool ok = r.status == Status::kOk;
+    std::string peak = "-";
+    if (ok && r.efficiency && r.peak)
+      peak = fmt::format("{:.1f} % ({})", *r.efficiency * 100, r.peak->kind);
+    t.add_row({r.name.empty() ? r.id : r.name, gpu_label(run, r),
+               ok ? format_si(r.value, r.unit) : "-",
+               ok ? fmt::format("{:.2f} %", r.stats.noise * 100) : "-",
+               std::to_string(r.stats.samples), peak, clock_cell(r), status_cell(r)});
+  }
+  std::string out = t.render();
+  for (const RunError& e : run.errors)
+    out += fmt::format("error: {}: {}\n", e.context, e.message);
+  return out;
+}
+
+namespace {
+
+template <class T>
+std::string opt(const std::optional<T>& v, std::string_view unit = "") {
+  if (!v) return "n/a";
+  if constexpr (std::is_same_v<T, bool>) return *v ? "on" : "off";
+  if constexpr (std::is_same_v<T, double>) return fmt::format("{:.0f}{}", *v, unit);
+  if constexpr (std::is_same_v<T, std::string>) return *v;
+  if constexpr (std::is_integral_v<T>) return fmt::format("{}{}", *v, unit);
+  return "n/a";
+}
+
+std::string current_of_max(const std::optional<int>& cur, const std::optional<int>& max,
+                           std::string_view unit) {
+  if (!cur && !max) return "n/a";
+  return fmt::format("{} of {}{}", opt(cur), opt(max), unit);
+}
+
+}  // namespace
+
+std::string render_system(const SystemInfo& s) {
+  std::string out;
+  out += fmt::format("host     {}\n", s.os);
+  out += fmt::format("cpu      {} ({} logical cores, {} memory)\n", s.cpu.model,
+                     opt(s.cpu.logical_cores),
+                     s.cpu.memory_bytes ? format_bytes_binary(*s.cpu.memory_bytes) : "n/a");
+  out += fmt::format("driver   {}   CUDA driver {}   runtime {}\n", opt(s.driver_version),
+                     opt(s.cuda_driver_version), opt(s.cuda_runtime_version));
+  out += fmt::format("libs     cuBLAS {}   cuDNN {}   NCCL {}\n", opt(s.cublas_version),
+                     opt(s.cudnn_version), opt(s.nccl_version));
+  for (const GpuInfo& g : s.gpus) {
+    out += fmt::format("\nGPU {}    {}\n", g.index, g.name);
+    TextTable t({"field", "value"});
+    t.add_row({"uuid", g.uuid});
+    t.add_row({"pci bus id", g.pci_bus_id});
+    t.add_row(
+        {"pci device id", g.pci_device_id ? fmt::format("0x{:08X}", *g.pci_device_id) : "n/a"});
+    t.add_row({"compute capability", g.compute_capability});
+    t.add_row({"SMs", std::to_string(g.sm_count)});
+    t.add_row({"memory", format_bytes_binary(g.memory_total_bytes)});
+    t.add_row({"memory bus", opt(g.memory_bus_width_bits, " bit")});
+    t.add_row({"L2", format_bytes_binary(g.l2_bytes)});
+    t.add_row({"SM clock", current_of_max(g.sm_clock_mhz, g.sm_clock_max_mhz, " MHz")});
+    t.add_row({"memory clock", current_of_max(g.mem_clock_mhz, g.mem_clock_max_mhz, " MHz")});
+    t.add_row({"power limit", fmt::format("{} (default {})", opt(g.power_limit_w, " W"),
+                                          opt(g.power_default_limit_w, " W"))});
+    t.add_row({"PCIe",
+               fmt::format("gen {} x{} (max gen {} x{})", opt(g.pcie_gen_current),
+                           opt(g.pcie_width_current), opt(g.pcie_gen_max), opt(g.pcie_width_max))});
+    t.add_row({"ECC", opt(g.ecc_enabled)});
+    t.add_row({"MIG", opt(g.mig_enabled)});
+    t.add_row({"VBIOS", opt(g.vbios_version)});
+    int active = 0;
+    for (const NvLinkInfo& l : g.nvlinks)
+      active += l.active ? 1 : 0;
+    std::string nv = g.nvlinks.empty()
+                         ? "none reported"
+                         : fmt::format("{} of {} links active", active, g.nvlinks.size());
+    for (const NvLinkInfo& l : g.nvlinks) {
+      if (!l.active) continue;
+      nv += fmt::format("; link {}: v{}", l.link, opt(l.version));
+      if (l.remote_pci_bus_id) nv += " -> " + *l.remote_pci_bus_id;
+    }
+    t.add_row({"NVLink", nv});
+    out += t.render();
+  }
+  return out;
+}
+
+}  // namespace gpuvs

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Quick start 2: build everything and run every test: formatting check, the whole
+# CTest suite (labels cpu and gpu; GPU tests skip with a reason without a GPU), and
+# the run-file loader's fuzzer for GPUVS_FUZZ_SECONDS (default 30).
+# GPUVS_PRESET picks the configure preset (default: "default"; CI uses "ci").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh test
+preset="${GPUVS_PRESET:-default}"
+fuzz_seconds="${GPUVS_FUZZ_SECONDS:-30}"
+jobs="$(nproc)"
+
+echo "== format (clang-format $(clang-format --version | grep -o '[0-9][0-9.]*' | head -1))"
+mapfile -t sources < <(git ls-files -- '*.h' '*.cpp' '*.cu' '*.cuh' 2>/dev/null ||
+                       find src tests fuzz dev -name '*.h' -o -name '*.cpp' -o -name '*.cu')
+clang-format --dry-run -Werror "${sources[@]}"
+
+echo "== build ($preset)"
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" -j "$jobs"
+
+echo "== tests"
+ctest --preset "$preset" -j "$jobs"
+
+echo "== fuzz run-file loader (${fuzz_seconds} s)"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+corpus_work="build/fuzz/corpus-work"
+mkdir -p "$corpus_work"
+build/fuzz/fuzz/fuzz_run_file -max_total_time="$fuzz_seconds" -max_len=65536 \
+  -print_final_stats=1 "$corpus_work" fuzz/corpus 2>&1 | tail -n 12
+echo "fuzz: no crash in ${fuzz_seconds} s"

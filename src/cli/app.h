@@ -1,0 +1,61 @@
+// The command line: CLI11 wiring shared by the commands. Commands are thin: parse,
+// call the layers below, print. Errors travel as gpuvs::Error to main, which turns
+// them into the exit codes of DESIGN.md.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/run_file.h"
+
+namespace gpuvs::cli {
+
+struct GlobalOptions {
+  bool json = false;    // machine output on stdout, nothing else there
+  std::string out_dir;  // where files go; empty: the command's default
+  bool quiet = false;   // no progress on stderr
+  std::vector<std::string> argv;
+};
+
+struct CliContext {
+  GlobalOptions global;
+  ExitCode exit_code = ExitCode::kOk;
+};
+
+// Progress on stderr, only when stderr is a terminal and not --quiet or --json.
+class Progress {
+ public:
+  explicit Progress(const GlobalOptions& options);
+  ~Progress();
+  void step(const std::string& message);  // replaces the current line
+  void done();                            // clears the line
+
+ private:
+  bool enabled_;
+  bool dirty_ = false;
+};
+
+Meta make_meta(const std::string& command, const std::vector<std::string>& argv);
+std::string version_line();  // "gpuvs 0.1.0 (git 0123456789ab)"
+
+// "<out>/<command>-<UTC stamp>-<host>.json"; creates the directory.
+std::filesystem::path run_file_path(const GlobalOptions& options, const std::string& command,
+                                    const Meta& meta);
+
+// Parse a GPU list "0,1" (empty: all of `count`). Bad or out-of-range: UsageError.
+std::vector<int> parse_gpu_list(const std::string& text, int count);
+
+// Builds the app, parses, runs the chosen command; returns the exit code.
+int run_cli(int argc, char** argv);
+
+// Command registration, one per file.
+void add_detect_command(CLI::App& app, CliContext& ctx);
+void add_run_command(CLI::App& app, CliContext& ctx);
+void add_bench_command(CLI::App& app, CliContext& ctx);
+void add_pending_commands(CLI::App& app, CliContext& ctx);
+
+}  // namespace gpuvs::cli

@@ -1,0 +1,74 @@
+#include "cli/session.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "core/host.h"
+#include "core/verdict.h"
+#include "report/summary.h"
+
+#if GPUVS_HAVE_CUDA
+#include "bench/registry.h"
+#include "gpu/probe.h"
+#endif
+
+namespace gpuvs::cli {
+
+void throw_built_without_cuda(const std::string& command) {
+  throw CannotRunError(fmt::format(
+      "this gpuvs was built without CUDA (GPUVS_CUDA=OFF), so `gpuvs {}` cannot measure; "
+      "rebuild with the CUDA toolkit on PATH",
+      command));
+}
+
+#if GPUVS_HAVE_CUDA
+
+ExitCode run_session(const GlobalOptions& global, const SessionOptions& options) {
+  RunFile run;
+  run.meta = make_meta(options.command, global.argv);
+  run.system = probe_system();  // CannotRunError (exit 3) when there is no GPU
+  const std::vector<int> devices =
+      parse_gpu_list(options.gpu_list, static_cast<int>(run.system.gpus.size()));
+  const auto path = run_file_path(global, options.command, run.meta);
+  save_run_file(run, path);  // the file exists from the start, complete at every step
+
+  Progress progress(global);
+  const size_t total = options.benchmarks.size() * devices.size();
+  size_t step = 0;
+  for (const BenchmarkInfo* bench : options.benchmarks) {
+    for (int device : devices) {
+      ++step;
+      progress.step(fmt::format("[{}/{}] {} on GPU {} ({})", step, total, bench->name, device,
+                                short_gpu_name(run.system.gpus[device].name)));
+      BenchContext ctx{run.system, device, options.measure, options.quick, steady_wall_clock()};
+      try {
+        for (Result& r : bench->run(ctx))
+          run.results.push_back(std::move(r));
+      } catch (const Error& e) {
+        run.errors.push_back({fmt::format("bench {} on GPU {}", bench->name, device), e.what()});
+      }
+      run.meta.finished_at = utc_now_iso8601();
+      save_run_file(run, path);
+    }
+  }
+  progress.done();
+
+  if (global.json) {
+    fmt::print("{}", to_json_text(run));
+  } else {
+    fmt::print("{}\nrun file: {}\n", render_summary(run), path.string());
+  }
+  std::fflush(stdout);
+  return exit_code_for(run);
+}
+
+#else
+
+ExitCode run_session(const GlobalOptions&, const SessionOptions& options) {
+  throw_built_without_cuda(options.command);
+}
+
+#endif
+
+}  // namespace gpuvs::cli

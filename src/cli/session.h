@@ -1,0 +1,32 @@
+// A measuring session shared by `gpuvs run` and `gpuvs bench`: probe, run the chosen
+// benchmarks on the chosen GPUs, save the run file after every benchmark (a crash
+// or Ctrl-C loses at most the benchmark in flight), print the summary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+#include "measure/harness.h"
+
+namespace gpuvs {
+struct BenchmarkInfo;
+}
+
+namespace gpuvs::cli {
+
+struct SessionOptions {
+  std::string command;   // "run" | "bench": names the file and meta.command
+  std::string gpu_list;  // "--gpu" text; empty: every GPU
+  std::vector<const BenchmarkInfo*> benchmarks;
+  MeasureOptions measure;
+  bool quick = false;
+};
+
+// Runs the session; returns the exit code for the run (exit_code_for).
+ExitCode run_session(const GlobalOptions& global, const SessionOptions& options);
+
+// No CUDA in this build, or no GPU: CannotRunError with one clear line.
+[[noreturn]] void throw_built_without_cuda(const std::string& command);
+
+}  // namespace gpuvs::cli

@@ -1,0 +1,143 @@
+// NVML (the NVIDIA Management Library), loaded at run time with dlopen so that gpuvs
+// builds without nvml.h and runs, with fewer facts, where libnvidia-ml is missing.
+//
+// Invariants:
+//  - nothing here throws for a missing library, symbol, device or permission: every
+//    getter answers std::nullopt, so callers have one code path;
+//  - a Library is immutable once constructed (dlopen + nvmlInit_v2 in the
+//    constructor), so it may be used from several threads at once; NVML itself is
+//    thread-safe;
+//  - a Device is a plain handle into a Library and must not outlive it. The
+//    process-wide library() lives until the process ends.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/nvml_types.h"
+
+namespace gpuvs::nvml {
+
+class Library;
+
+struct PciInfo {
+  std::string bus_id;          // as NVML reports it, "00000000:19:00.0"
+  uint32_t pci_device_id = 0;  // (device id << 16) | vendor id
+  uint32_t pci_subsystem_id = 0;
+  uint32_t domain = 0;
+  uint32_t bus = 0;
+  uint32_t device = 0;
+};
+
+struct NvLink {
+  unsigned int link = 0;
+  bool active = false;
+  std::optional<unsigned int> version_raw;  // nvmlNvlinkVersion_t, see nvlink_generation()
+  std::optional<std::string> remote_pci_bus_id;
+};
+
+// One GPU as NVML knows it. An invalid Device (library unavailable, no such GPU, no
+// permission) answers std::nullopt to every getter.
+class Device {
+ public:
+  Device() = default;
+
+  bool valid() const { return library_ != nullptr && handle_ != nullptr; }
+
+  std::optional<std::string> name() const;
+  std::optional<std::string> uuid() const;  // "GPU-xxxxxxxx-xxxx-..."
+  std::optional<PciInfo> pci_info() const;
+  std::optional<int> clock_mhz(ClockType type) const;      // current
+  std::optional<int> max_clock_mhz(ClockType type) const;  // highest the board allows
+  std::optional<double> power_limit_w() const;             // enforced
+  std::optional<double> power_default_limit_w() const;
+  std::optional<int> pcie_gen_current() const;
+  std::optional<int> pcie_gen_max() const;
+  std::optional<int> pcie_width_current() const;
+  std::optional<int> pcie_width_max() const;
+  std::optional<bool> ecc_enabled() const;  // current mode, not the pending one
+  std::optional<bool> mig_enabled() const;  // current mode, not the pending one
+  std::optional<std::string> vbios_version() const;
+  // Links 0, 1, ... until the first that NVML does not answer (INVALID_ARGUMENT past
+  // the GPU's last link; NOT_SUPPORTED on a GPU without NVLink: then empty).
+  std::vector<NvLink> nvlinks() const;
+  std::optional<unsigned int> power_usage_mw() const;
+  std::optional<unsigned long long> total_energy_mj() const;  // since the driver loaded
+  std::optional<int> temperature_c() const;                   // GPU core sensor
+  // Clock-event (throttle) reasons now, as a bitmask of kClocksEvent* bits.
+  std::optional<unsigned long long> clock_event_reasons() const;
+
+ private:
+  friend class Library;
+  Device(const Library* library, DeviceHandle handle) : library_(library), handle_(handle) {}
+
+  const Library* library_ = nullptr;
+  DeviceHandle handle_ = nullptr;
+};
+
+// One loaded copy of libnvidia-ml. Production code uses the process-wide library();
+// tests construct their own with a chosen file name.
+class Library {
+ public:
+  // Tries each candidate with dlopen in turn, then calls nvmlInit_v2. Never throws
+  // for a missing library; see available() and unavailable_reason().
+  explicit Library(std::vector<std::string> candidates);
+  ~Library();  // nvmlShutdown (NVML counts its inits) and dlclose
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  bool available() const { return initialized_; }
+  // Empty when available; else one line, e.g. "libnvidia-ml.so.1 not found: <dlerror>"
+  // or "nvmlInit_v2 failed: <nvmlErrorString>".
+  const std::string& unavailable_reason() const { return reason_; }
+
+  std::optional<unsigned int> device_count() const;
+  Device device_by_index(unsigned int index) const;
+  // Accepts any form NVML or CUDA prints ("0000:19:00.0", "00000000:19:00.0").
+  Device device_by_pci_bus_id(std::string_view bus_id) const;
+
+  std::optional<std::string> driver_version() const;       // "580.95.05"
+  std::optional<std::string> cuda_driver_version() const;  // "13.0"
+
+ private:
+  friend class Device;
+  struct Symbols;  // the resolved entry points (nvml.cpp); null where a symbol is missing
+  std::string error_string(Return code) const;
+
+  void* handle_ = nullptr;  // from dlopen
+  bool initialized_ = false;
+  std::string reason_;
+  std::unique_ptr<Symbols> sym_;
+};
+
+// The names tried by default, in order: the runtime soname, then the development link.
+std::vector<std::string> default_library_candidates();
+
+// The process-wide library, loaded on first use (thread-safe). The environment
+// variable GPUVS_NVML_LIBRARY, read once at that moment, replaces the default names
+// with one file (tests point it at a missing file to exercise the fallback).
+const Library& library();
+bool available();
+std::string unavailable_reason();
+
+// Stable snake_case names of the bits set in a clock-event mask, in bit order:
+// 0x4 -> "sw_power_cap"; bits gpuvs does not know -> "unknown_0x200".
+std::vector<std::string> throttle_reason_names(unsigned long long mask);
+
+// NVLink generation (1..5) for an nvmlNvlinkVersion_t value; nullopt for 0 and
+// values this build does not know.
+std::optional<int> nvlink_generation(unsigned int version_raw);
+
+// Canonical PCI bus id "DDDDDDDD:BB:DD.F" (upper-case hex, 8-digit domain, as NVML
+// prints it) from any of "D:B:D.F", "B:D.F", "D:B:D" with hex fields of any case and
+// width. CUDA prints "0000:19:00.0", NVML "00000000:19:00.0": both give the latter.
+// nullopt when the text is not a bus id.
+std::optional<std::string> normalize_pci_bus_id(std::string_view bus_id);
+
+// True when both parse and name the same PCI function.
+bool same_pci_bus_id(std::string_view a, std::string_view b);
+
+}  // namespace gpuvs::nvml

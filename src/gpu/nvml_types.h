@@ -1,0 +1,110 @@
+// Our own declarations of the few NVML types and constants gpuvs uses, so that the
+// build needs neither nvml.h nor libnvidia-ml (NVML is loaded with dlopen at run time).
+// Invariants: every struct here has exactly the size and field offsets of its NVML
+// counterpart, and every constant its value; tests/cpu/test_nvml_abi.cpp checks this
+// against the real nvml.h wherever one is installed. Names differ from NVML's on
+// purpose: nvml.h defines many of its names as macros, and the ABI test includes both.
+#pragma once
+
+#include <cstdint>
+
+namespace gpuvs::nvml {
+
+// nvmlReturn_t: a C enum, passed and returned as int.
+using Return = int;
+inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorUninitialized = 1;
+inline constexpr Return kErrorInvalidArgument = 2;
+inline constexpr Return kErrorNotSupported = 3;
+inline constexpr Return kErrorNoPermission = 4;
+inline constexpr Return kErrorNotFound = 6;
+inline constexpr Return kErrorInsufficientSize = 7;
+inline constexpr Return kErrorDriverNotLoaded = 9;
+inline constexpr Return kErrorLibraryNotFound = 12;
+inline constexpr Return kErrorFunctionNotFound = 13;
+inline constexpr Return kErrorGpuIsLost = 15;
+inline constexpr Return kErrorUnknown = 999;
+
+// nvmlDevice_t: an opaque pointer owned by NVML (never freed by the caller).
+struct DeviceOpaque;
+using DeviceHandle = DeviceOpaque*;
+
+// Buffer sizes NVML documents for its string getters (NVML_*_BUFFER_SIZE).
+inline constexpr unsigned kPciBusIdBufferSize = 32;        // ..._PCI_BUS_ID_BUFFER_SIZE
+inline constexpr unsigned kPciBusIdLegacyBufferSize = 16;  // ..._PCI_BUS_ID_BUFFER_V2_SIZE
+inline constexpr unsigned kDeviceNameBufferSize = 96;      // ..._DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kDeviceUuidBufferSize = 96;      // ..._DEVICE_UUID_V2_BUFFER_SIZE
+inline constexpr unsigned kVbiosVersionBufferSize = 32;    // ..._VBIOS_VERSION_BUFFER_SIZE
+inline constexpr unsigned kDriverVersionBufferSize = 80;   // ..._SYSTEM_DRIVER_VERSION_...
+
+// nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3 and
+// nvmlDeviceGetNvLinkRemotePciInfo_v2 (68 bytes, no padding).
+struct RawPciInfo {
+  char busIdLegacy[kPciBusIdLegacyBufferSize];  // "0000:19:00.0"
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;  // (device id << 16) | vendor id
+  unsigned int pciSubSystemId;
+  char busId[kPciBusIdBufferSize];  // "00000000:19:00.0"
+};
+
+// nvmlClockType_t (passed by value: a 4-byte C enum).
+using ClockType = unsigned int;
+inline constexpr ClockType kClockGraphics = 0;
+inline constexpr ClockType kClockSm = 1;
+inline constexpr ClockType kClockMem = 2;
+inline constexpr ClockType kClockVideo = 3;
+
+// nvmlEnableState_t (written through a pointer: 4 bytes).
+using EnableState = unsigned int;
+inline constexpr EnableState kFeatureDisabled = 0;
+inline constexpr EnableState kFeatureEnabled = 1;
+
+// nvmlTemperatureSensors_t.
+using TemperatureSensor = unsigned int;
+inline constexpr TemperatureSensor kTemperatureGpu = 0;
+
+// nvmlTemperature_v1_t, for nvmlDeviceGetTemperatureV (NVML 13 deprecates
+// nvmlDeviceGetTemperature). `version` must hold kTemperatureV1Version.
+struct RawTemperatureV1 {
+  unsigned int version;
+  TemperatureSensor sensorType;
+  int temperature;
+};
+// NVML_STRUCT_VERSION(Temperature, 1): the struct size with the version in bits 24+.
+inline constexpr unsigned int kTemperatureV1Version =
+    static_cast<unsigned int>(sizeof(RawTemperatureV1)) | (1U << 24U);
+
+// NVML_DEVICE_MIG_DISABLE / NVML_DEVICE_MIG_ENABLE, as nvmlDeviceGetMigMode reports.
+inline constexpr unsigned int kMigDisable = 0;
+inline constexpr unsigned int kMigEnable = 1;
+
+// nvmlClocksEventReason* (formerly nvmlClocksThrottleReason*) bits of the mask that
+// nvmlDeviceGetCurrentClocksEventReasons returns.
+inline constexpr unsigned long long kClocksEventGpuIdle = 0x1ULL;
+inline constexpr unsigned long long kClocksEventApplicationsClocksSetting = 0x2ULL;
+inline constexpr unsigned long long kClocksEventSwPowerCap = 0x4ULL;
+inline constexpr unsigned long long kClocksEventHwSlowdown = 0x8ULL;
+inline constexpr unsigned long long kClocksEventSyncBoost = 0x10ULL;
+inline constexpr unsigned long long kClocksEventSwThermalSlowdown = 0x20ULL;
+inline constexpr unsigned long long kClocksEventHwThermalSlowdown = 0x40ULL;
+inline constexpr unsigned long long kClocksEventHwPowerBrakeSlowdown = 0x80ULL;
+inline constexpr unsigned long long kClocksEventDisplayClockSetting = 0x100ULL;
+
+// nvmlNvlinkVersion_t: what nvmlDeviceGetNvLinkVersion writes. It is an enum, not the
+// generation number (A100's NVLink 3 reads 5 = "3.1").
+inline constexpr unsigned int kNvLinkVersionInvalid = 0;
+inline constexpr unsigned int kNvLinkVersion1_0 = 1;
+inline constexpr unsigned int kNvLinkVersion2_0 = 2;
+inline constexpr unsigned int kNvLinkVersion2_2 = 3;
+inline constexpr unsigned int kNvLinkVersion3_0 = 4;
+inline constexpr unsigned int kNvLinkVersion3_1 = 5;
+inline constexpr unsigned int kNvLinkVersion4_0 = 6;
+inline constexpr unsigned int kNvLinkVersion5_0 = 7;
+
+// How far the per-link NVLink queries look. NVML 12 headers say 18 links, NVML 13
+// says 36; links past a GPU's own count answer INVALID_ARGUMENT, which ends the scan.
+inline constexpr unsigned int kNvLinkScanLimit = 36;
+
+}  // namespace gpuvs::nvml

@@ -1,0 +1,111 @@
+// The gpuvs binary as a user meets it: help, version, unknown commands, commands
+// not built yet, and what it says and returns on a machine without a GPU.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_gpuvs(const std::string& args) {
+  const auto err_path = std::filesystem::temp_directory_path() /
+                        ("gpuvs_cli_err_" + std::to_string(::getpid()) + ".txt");
+  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
+  Outcome o;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return o;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
+    o.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  o.err = ss.str();
+  std::filesystem::remove(err_path);
+  return o;
+}
+
+bool gpu_present() {
+  return std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
+}
+
+TEST(Cli, VersionNamesVersionAndCommit) {
+  const Outcome o = run_gpuvs("--version");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_NE(o.out.find("gpuvs 0."), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(git "), std::string::npos) << o.out;
+}
+
+TEST(Cli, HelpListsEveryCommandAndExitCodes) {
+  const Outcome o = run_gpuvs("--help");
+  EXPECT_EQ(o.code, 0);
+  for (const char* cmd :
+       {"run", "detect", "bench", "model", "compare", "specs", "advise", "tune", "monitor"})
+    EXPECT_NE(o.out.find(cmd), std::string::npos) << "help lacks " << cmd;
+  EXPECT_NE(o.out.find("Exit codes"), std::string::npos);
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* cmd :
+       {"run", "detect", "bench", "model", "compare", "specs", "advise", "tune", "monitor"}) {
+    const Outcome o = run_gpuvs(std::string(cmd) + " --help");
+    EXPECT_EQ(o.code, 0) << cmd;
+    EXPECT_NE(o.out.find("Usage"), std::string::npos) << cmd << ": " << o.out;
+  }
+}
+
+TEST(Cli, NoCommandIsAUsageError) {
+  const Outcome o = run_gpuvs("");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("Usage"), std::string::npos);
+}
+
+TEST(Cli, UnknownCommandOrFlagIsAUsageError) {
+  EXPECT_EQ(run_gpuvs("frobnicate").code, 2);
+  EXPECT_EQ(run_gpuvs("--frobnicate").code, 2);
+  EXPECT_EQ(run_gpuvs("bench --time-cap -1").code, 2);
+}
+
+TEST(Cli, CommandsNotBuiltYetSaySoAndExit2) {
+  for (const char* cmd :
+       {"model resnet50", "compare a.json", "specs list", "advise", "tune", "monitor -- true"}) {
+    const Outcome o = run_gpuvs(cmd);
+    EXPECT_EQ(o.code, 2) << cmd;
+    EXPECT_NE(o.err.find("not built yet"), std::string::npos) << cmd << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << cmd;
+  }
+}
+
+TEST(Cli, WithoutAGpuRunDetectAndBenchExit3WithOneClearLine) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the GPU tests cover these commands";
+  for (const char* cmd : {"run", "detect", "bench", "--json run", "detect --json"}) {
+    const Outcome o =
+        run_gpuvs(std::string("--out ") +
+                  (std::filesystem::temp_directory_path() / "gpuvs_cli_out").string() + " " + cmd);
+    EXPECT_EQ(o.code, 3) << cmd << ": " << o.err;
+    EXPECT_TRUE(o.out.empty()) << cmd << " wrote to stdout: " << o.out;
+    ASSERT_FALSE(o.err.empty()) << cmd;
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+    EXPECT_EQ(o.err.rfind("gpuvs", 0), 0u) << o.err;
+    if (GPUVS_TEST_HAVE_CUDA)
+      EXPECT_NE(o.err.find("no NVIDIA GPU"), std::string::npos) << o.err;
+    else
+      EXPECT_NE(o.err.find("built without CUDA"), std::string::npos) << o.err;
+  }
+}
+
+}  // namespace

@@ -40,8 +40,7 @@ ClockRecord summarize_clock_samples(const std::vector<ClockSample>& all_samples)
   // nothing about the work and are left out; when all are idle, all are kept.
   std::vector<ClockSample> busy;
   for (const ClockSample& s : all_samples)
-    if (!(s.throttle_mask && (*s.throttle_mask & nvml::kClocksEventGpuIdle)))
-      busy.push_back(s);
+    if (!(s.throttle_mask && (*s.throttle_mask & nvml::kClocksEventGpuIdle))) busy.push_back(s);
   const std::vector<ClockSample>& samples = busy.empty() ? all_samples : busy;
   ClockRecord record;
   record.samples = static_cast<int>(samples.size());

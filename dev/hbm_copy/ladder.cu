@@ -121,23 +121,38 @@ int main() {
       rep(nm, time_it([&] { v2<<<(n + th - 1) / th, th>>>(a, b, n); }, 30));
     }
 #define V3(U, S, TH)                                             \
-  {                                                              \
+  do {                                                           \
     char nm[64];                                                 \
     snprintf(nm, 64, "v3 U%d s%d th%d", U, (int)S, TH);          \
     size_t g = (n + (size_t)TH * U - 1) / ((size_t)TH * U);      \
     rep(nm, time_it([&] { v3<U, S><<<g, TH>>>(a, b, n); }, 30)); \
-  }
-    V3(2, false, 256)
-    V3(4, false, 256) V3(8, false, 256) V3(4, false, 512) V3(4, false, 1024) V3(2, false, 1024)
-        V3(2, true, 256) V3(4, true, 256) V3(8, true, 256) V3(4, true, 512) V3(4, true, 1024)
+  } while (0)
+    V3(2, false, 256);
+    V3(4, false, 256);
+    V3(8, false, 256);
+    V3(4, false, 512);
+    V3(4, false, 1024);
+    V3(2, false, 1024);
+    V3(2, true, 256);
+    V3(4, true, 256);
+    V3(8, true, 256);
+    V3(4, true, 512);
+    V3(4, true, 1024);
+
 #define V5(U, BPSM, TH)                                                \
-  {                                                                    \
+  do {                                                                 \
     char nm[64];                                                       \
     snprintf(nm, 64, "v5 gsU%d %dx%d", U, BPSM, TH);                   \
     rep(nm, time_it([&] { v5<U><<<sms * BPSM, TH>>>(a, b, n); }, 30)); \
-  }
-            V5(2, 4, 512) V5(4, 4, 512) V5(4, 8, 256) V5(8, 2, 1024) V5(4, 2, 1024) V5(2, 2, 1024)
-                CK(cudaFree(a));
+  } while (0)
+    V5(2, 4, 512);
+    V5(4, 4, 512);
+    V5(4, 8, 256);
+    V5(8, 2, 1024);
+    V5(4, 2, 1024);
+    V5(2, 2, 1024);
+
+    CK(cudaFree(a));
     CK(cudaFree(b));
   }
   return 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start 2: build everything and run every test: formatting check, the whole
-# CTest suite (labels cpu and gpu; GPU tests skip with a reason without a GPU), and
-# the run-file loader's fuzzer for GPUVS_FUZZ_SECONDS (default 30).
+# CTest suite (labels cpu and gpu; GPU tests skip with a reason without a GPU), the
+# CPU-only build and its tests, and the run-file loader's fuzzer for
+# GPUVS_FUZZ_SECONDS (default 30).
 # GPUVS_PRESET picks the configure preset (default: "default"; CI uses "ci").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,11 @@ cmake --build --preset "$preset" -j "$jobs"
 
 echo "== tests"
 ctest --preset "$preset" -j "$jobs"
+
+echo "== CPU-only build (GPUVS_CUDA=OFF): compare, specs, advise and report must work there"
+cmake --preset cpu >/dev/null
+cmake --build --preset cpu -j "$jobs"
+ctest --preset cpu -j "$jobs"
 
 echo "== fuzz run-file loader (${fuzz_seconds} s)"
 cmake --preset fuzz >/dev/null

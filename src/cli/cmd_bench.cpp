@@ -56,6 +56,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
     if (args->target_noise > 0) options.measure.target_noise = args->target_noise;
     ctx.exit_code = run_session(ctx.global, options);
 #else
+    (void)ctx;
     (void)args;
     throw_built_without_cuda("bench");
 #endif

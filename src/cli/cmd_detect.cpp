@@ -30,6 +30,7 @@ void add_detect_command(CLI::App& app, CliContext& ctx) {
       save_run_file(run, run_file_path(ctx.global, "detect", run.meta));
     ctx.exit_code = ExitCode::kOk;
 #else
+    (void)ctx;
     throw_built_without_cuda("detect");
 #endif
   });

@@ -95,6 +95,8 @@ int run_cli(int argc, char** argv) {
   add_run_command(app, ctx);
   add_detect_command(app, ctx);
   add_bench_command(app, ctx);
+  add_compare_command(app, ctx);
+  add_specs_command(app, ctx);
   add_pending_commands(app, ctx);
 
   try {

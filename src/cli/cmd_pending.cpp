@@ -15,10 +15,8 @@ struct Pending {
   const char* summary;
 };
 
-constexpr std::array<Pending, 6> kPending = {{
+constexpr std::array<Pending, 4> kPending = {{
     {"model", "End-to-end ResNet-50 / BERT-large throughput (train or infer)"},
-    {"compare", "Side-by-side table of run files and datasheet entries; --claims checks claims"},
-    {"specs", "The datasheet catalogue: list, show, diff"},
     {"advise", "Which GPU, how many, how long, what cost, for a model and a budget"},
     {"tune", "Per-device auto-tuning, cached"},
     {"monitor", "SM, tensor, memory, power and clock timelines while a command runs"},

@@ -1,0 +1,36 @@
+// Published figures (data/published/*.json, embedded): results measured by others
+// (NVIDIA DeepLearningExamples, MLPerf), each with its source. Shown labelled
+// "published", never mixed with gpuvs's own measurements.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuvs {
+
+struct PublishedFigure {
+  std::string gpu;        // catalogue id: "A100-SXM4-80GB"
+  std::string metric;     // metric id: "model.resnet50.train"
+  double value = 0;       // base unit of the metric
+  std::string unit;       // that base unit
+  std::string precision;  // "mixed fp16", "bf16", ...
+  std::string setting;    // "batch 256, 1 GPU, PyTorch 22.xx"
+  std::string source;     // URL
+  std::string publisher;  // "NVIDIA DeepLearningExamples", "MLPerf Inference v4.1"
+  std::string date;       // "2024-08-28"
+};
+
+class Published {
+ public:
+  static const Published& builtin();
+  static Published parse(std::string_view text, std::string_view name);
+  const std::vector<PublishedFigure>& figures() const { return figures_; }
+  std::vector<const PublishedFigure*> for_gpu(std::string_view catalogue_id) const;
+
+ private:
+  std::vector<PublishedFigure> figures_;
+};
+
+}  // namespace gpuvs

@@ -1,17 +1,30 @@
 # Script mode: writes a C++ source holding files as byte arrays, and the lookup
 # function of src/core/embedded.h. Inputs: OUTPUT (the .cpp), ROOT (paths are stored
 # relative to it), FILES (a ;-separated list of absolute paths).
+# A file outside ROOT (generated in the build tree) gets its name from the entry:
+#   "/abs/build/generated/./web/chart.umd.js"   -> "web/chart.umd.js" (the part after
+#       "/./", as rsync --relative reads it; the path stays a valid path, so the same
+#       list works as DEPENDS of the custom command);
+#   "web/chart.umd.js=/abs/build/generated/web/chart.umd.js" -> "web/chart.umd.js"
+#       (name=path; a list that holds such entries cannot be used as DEPENDS as is).
 set(body "")
 set(table "")
 set(i 0)
 foreach(f IN LISTS FILES)
+  if(f MATCHES "^([^/=][^=]*)=(/.+)$")
+    set(rel "${CMAKE_MATCH_1}")
+    set(f "${CMAKE_MATCH_2}")
+  elseif(f MATCHES "/\\./(.+)$")
+    set(rel "${CMAKE_MATCH_1}")
+  else()
+    file(RELATIVE_PATH rel "${ROOT}" "${f}")
+  endif()
   file(READ "${f}" hex HEX)
   string(LENGTH "${hex}" hex_len)
   math(EXPR size "${hex_len} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
   # Line breaks every 32 bytes keep the generated file readable by compilers' limits.
   string(REGEX REPLACE "((0x..,){32})" "\\1\n" bytes "${bytes}")
-  file(RELATIVE_PATH rel "${ROOT}" "${f}")
   string(APPEND body "alignas(16) const unsigned char f${i}[] = {\n${bytes}0x00};\n")
   string(APPEND table "    {\"${rel}\", {reinterpret_cast<const char*>(f${i}), ${size}}},\n")
   math(EXPR i "${i} + 1")

@@ -1,7 +1,19 @@
 // `gpuvs run`: the main job. Detect, run the standard suite in its quick form,
-// write the run file, print the summary.
+// write the run file, print the summary. Where nothing can be measured (no GPU, no
+// driver, a build without CUDA) it says so, then shows the bundled reference: an
+// H200 measured by gpuvs itself, against the A100 datasheet and published figures,
+// as a terminal table and an HTML report, each labelled for what it is.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/embedded.h"
+#include "report/compare.h"
+#include "report/html.h"
+#include "report/render.h"
 
 #if GPUVS_HAVE_CUDA
 #include "bench/registry.h"
@@ -9,12 +21,68 @@
 
 namespace gpuvs::cli {
 
+namespace {
+
+constexpr std::string_view kReferenceRun = "data/reference/h200-sxm-run.json";
+constexpr std::string_view kReferenceBaseline = "A100-SXM4-80GB";
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw Error(fmt::format("cannot write {}", path.string()));
+}
+
+ExitCode show_reference(const GlobalOptions& global) {
+  const std::optional<std::string_view> text = embedded_file(kReferenceRun);
+  if (!text) throw Error(fmt::format("this gpuvs was built without {}", kReferenceRun));
+  const RunFile run = parse_run_file(*text, fmt::format("bundled {}", kReferenceRun));
+  const Catalogue& catalogue = Catalogue::builtin();
+  const GpuSpec& baseline = catalogue.get(kReferenceBaseline);
+
+  const std::string day = run.meta.started_at.substr(0, 10);
+  std::vector<CompareInput> inputs;
+  inputs.push_back({.label = fmt::format("{} (datasheet)", baseline.id), .spec = &baseline});
+  for (size_t g = 0; g < run.system.gpus.size(); ++g)
+    inputs.push_back({.label = fmt::format("{} (bundled gpuvs run, {})",
+                                           run.system.gpus[g].name, day),
+                      .run = &run,
+                      .gpu_index = static_cast<int>(g)});
+  const Comparison comparison =
+      build_comparison(inputs, catalogue, Published::builtin(), CompareOptions{});
+
+  const std::string note = fmt::format(
+      "No GPU could be measured here. Shown instead: an H200 measured by gpuvs {} on {} "
+      "(bundled reference run) against the {} datasheet and published figures.",
+      run.meta.tool_version, day, baseline.id);
+  const std::filesystem::path dir = global.out_dir.empty() ? "gpuvs-results" : global.out_dir;
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path html = dir / "reference-report.html";
+  HtmlReportInput report;
+  report.title = fmt::format("gpuvs reference: {} vs {}", baseline.id,
+                             run.system.gpus.empty() ? "H200" : run.system.gpus[0].name);
+  report.comparison = &comparison;
+  report.runs = {&run};
+  report.note = note;
+  write_text_file(html, render_html(report));
+
+  if (global.json) {
+    fmt::print("{}", render_comparison(comparison, TextFormat::kJson));
+  } else {
+    fmt::print("{}\n\n{}\nHTML report: {}\n", note,
+               render_comparison(comparison, TextFormat::kTerminal), html.string());
+  }
+  std::fflush(stdout);
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app, CliContext& ctx) {
   auto gpus = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand(
-      "run",
-      "Main job: detect, run the standard suite, write a run file (gpuvs.run/1) and "
-      "print the summary");
+      "run", "Main job: detect, run the standard suite, write a run file (gpuvs.run/1) and "
+             "print the summary. Without a GPU: the bundled H200 reference against the A100");
   sub->add_option("--gpu", *gpus, "GPUs to measure, e.g. 0,1 (default: all)");
   sub->callback([&ctx, gpus] {
     SessionOptions options;
@@ -25,7 +93,13 @@ void add_run_command(CLI::App& app, CliContext& ctx) {
 #if GPUVS_HAVE_CUDA
     options.benchmarks = run_suite();
 #endif
-    ctx.exit_code = run_session(ctx.global, options);
+    try {
+      ctx.exit_code = run_session(ctx.global, options);
+    } catch (const CannotRunError& e) {
+      if (!gpus->empty()) throw;  // GPUs were asked for by number: that is the answer
+      std::fprintf(stderr, "gpuvs: %s\n", e.what());
+      ctx.exit_code = show_reference(ctx.global);
+    }
   });
 }
 

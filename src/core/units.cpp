@@ -31,6 +31,8 @@ constexpr std::array<Prefix, 9> kPrefixes = {{{1e15, "P"},
 std::string with_digits(double scaled, int digits) {
   // Significant digits, never scientific notation: 4.31, 43.1, 431. Round first so
   // that 0.99996 is shown as 1.00, not 1.000.
+  // Integer parts are never rounded away: 3958, not 3960.
+  if (std::fabs(scaled) >= std::pow(10.0, digits - 1)) return fmt::format("{:.0f}", scaled);
   if (scaled != 0) scaled = std::stod(fmt::format("{:.{}e}", scaled, digits - 1));
   const double mag = scaled == 0 ? 0 : std::floor(std::log10(std::fabs(scaled)));
   const int decimals = std::max(0, digits - 1 - static_cast<int>(mag));
@@ -43,10 +45,18 @@ std::string format_si(double value, std::string_view unit, int digits) {
   if (!std::isfinite(value)) return fmt::format("{} {}", value, unit);
   if (unit == "1" || unit.empty()) return with_digits(value, digits);
   if (unit == "%") return with_digits(value, digits) + " %";
+  // Prefixes only for SI units; counts of things ("img/s", "seq/s") read best as
+  // plain numbers (4723 img/s, not 4.72 kimg/s). Arithmetic rates stop at tera, as
+  // datasheets write them (1979 TFLOP/s, 3958 TOP/s).
+  const bool si = unit == "B" || unit == "B/s" || unit == "FLOP/s" || unit == "OP/s" ||
+                  unit == "Hz" || unit == "W" || unit == "s" || unit == "FLOP/B";
+  if (!si || unit == "FLOP/B") return fmt::format("{} {}", with_digits(value, digits), unit);
+  const bool cap_at_tera = unit == "FLOP/s" || unit == "OP/s";
   const double mag = std::fabs(value);
   const Prefix* chosen = &kPrefixes[5];
   if (mag != 0) {
     for (const Prefix& p : kPrefixes) {
+      if (cap_at_tera && p.scale > 1e12) continue;
       if (mag >= p.scale * 0.9995) {
         chosen = &p;
         break;

@@ -1,0 +1,664 @@
+// The self-contained HTML report (html.h). C++ writes the tables, so the page reads
+// without JavaScript, and one container per chart; the chart specifications go into
+// the JSON island and web/report.js draws them with the inlined chart library.
+// Invariants:
+//  - every string that comes from a file (run, catalogue, claims) is HTML-escaped,
+//    in text and in attributes alike;
+//  - the island is valid JSON holding no '<', '>' or '&' (escaped as \u003c ...), so
+//    no string in it can end or confuse its <script> element;
+//  - without the chart library no chart container is written and the page says so;
+//    data-charts-expected on <body> is the number of containers;
+//  - an invalid result is never shown as a number, a missing figure reads "missing".
+#include "report/html.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "core/embedded.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "core/verdict.h"
+#include "report/summary.h"
+
+namespace gpuvs {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kChartLibrary = "web/chart.umd.js";
+constexpr std::string_view kNoCharts =
+    "Charts are not available: this gpuvs was built without the chart library (npm was not "
+    "available at build time)";
+
+std::string esc(std::string_view s) {
+  static constexpr std::string_view kSpecial = "&<>\"'";
+  static constexpr std::array<std::string_view, 5> kEntity = {"&amp;", "&lt;", "&gt;", "&quot;",
+                                                              "&#39;"};
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const size_t k = kSpecial.find(c);
+    if (k == std::string_view::npos)
+      out += c;
+    else
+      out += kEntity[k];
+  }
+  return out;
+}
+
+// A CSS class fragment from a word of ours ("measured", "holds"): letters, digits, '-'.
+std::string css_word(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-')
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// Text inside <script>: "</script" (any case) would end the element early. "<\/" means
+// "</" in JavaScript strings, regular expressions and comments alike.
+std::string script_safe(std::string_view js) {
+  std::string out(js);
+  for (size_t at = out.find("</"); at != std::string::npos; at = out.find("</", at + 3)) {
+    std::string word = out.substr(at + 2, 6);
+    std::transform(word.begin(), word.end(), word.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (word == "script") out.insert(at + 1, "\\");
+  }
+  return out;
+}
+
+// JSON for the island: '<', '>' and '&' only occur inside strings, where \u003c,
+// \u003e and \u0026 mean the same; so no "</script", "<!--" or entity can appear.
+std::string island_text(const Json& data) {
+  std::string s = data.dump(-1, ' ', false, Json::error_handler_t::replace);
+  replace_all(s, "&", "\\u0026");
+  replace_all(s, "<", "\\u003c");
+  replace_all(s, ">", "\\u003e");
+  return s;
+}
+
+std::string asset(std::string_view path) {
+  const auto text = embedded_file(path);
+  if (!text)
+    throw Error(fmt::format("the HTML report asset {} is not built into this gpuvs", path));
+  return std::string(*text);
+}
+
+// One pass over the template: "{{name}}" becomes values[name]; inserted text is not
+// scanned again, so a "{{" inside a GPU name stays as it is.
+std::string fill(std::string_view tpl, const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    const size_t open = tpl.find("{{", pos);
+    if (open == std::string_view::npos) break;
+    const size_t close = tpl.find("}}", open);
+    if (close == std::string_view::npos) break;
+    const auto it = values.find(std::string(tpl.substr(open + 2, close - open - 2)));
+    if (it == values.end())
+      throw Error(fmt::format("web/report.html: unknown placeholder {}",
+                              tpl.substr(open, close + 2 - open)));
+    out += tpl.substr(pos, open - pos);
+    out += it->second;
+    pos = close + 2;
+  }
+  out += tpl.substr(pos);
+  return out;
+}
+
+std::string source_badge(std::string_view kind, std::string_view ref) {
+  if (ref.empty())
+    return fmt::format("<span class=\"src src-{}\">{}</span>", css_word(kind), esc(kind));
+  return fmt::format("<span class=\"src src-{}\" title=\"{}\">{}</span>", css_word(kind), esc(ref),
+                     esc(kind));
+}
+
+template <typename T>
+std::string na(const std::optional<T>& v) {
+  if (!v) return "n/a";
+  if constexpr (std::is_same_v<T, bool>)
+    return *v ? "yes" : "no";
+  else
+    return fmt::format("{}", *v);
+}
+
+std::string param_text(const ParamValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) return x ? "true" : "false";
+        return fmt::format("{}", x);
+      },
+      v);
+}
+
+std::optional<double> number_param(const Result& r, const std::string& key) {
+  const auto it = r.parameters.find(key);
+  if (it == r.parameters.end()) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&it->second)) return *d;
+  return std::nullopt;
+}
+
+bool positive(double v) {
+  return std::isfinite(v) && v > 0;
+}
+
+// ---- comparison -----------------------------------------------------------------
+
+std::string cell_html(const Row& row, const Cell& cell) {
+  if (cell.invalid) {
+    return fmt::format(
+        "<td class=\"cell invalid\">invalid{}</td>",
+        cell.note.empty() ? "" : "<span class=\"note\">" + esc(cell.note) + "</span>");
+  }
+  if (!cell.value) return "<td class=\"cell missing\">missing</td>";
+  std::string s = fmt::format("<td class=\"cell\"><span class=\"num\">{}</span> {}",
+                              esc(format_si(*cell.value, row.unit)),
+                              source_badge(to_string(cell.source), cell.source_ref));
+  if (cell.source == Source::kMeasured && cell.of_datasheet)
+    s += fmt::format("<span class=\"pct\">{:.1f} % of datasheet</span>", *cell.of_datasheet * 100);
+  if (cell.noise)
+    s += fmt::format("<span class=\"noise\">noise {:.2f} %</span>", *cell.noise * 100);
+  if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
+  if (!cell.verdict.empty()) {
+    std::string diff;
+    if (cell.diff_pct && cell.verdict != "baseline")
+      diff = fmt::format(" {:+.1f} %", *cell.diff_pct);
+    s += fmt::format("<span class=\"verdict verdict-{}\">{}{}</span>", css_word(cell.verdict),
+                     esc(cell.verdict), diff);
+  }
+  if (!cell.note.empty()) s += "<span class=\"note\">" + esc(cell.note) + "</span>";
+  return s + "</td>";
+}
+
+void comparison_section(std::string& out, const Comparison& c) {
+  out += "<section id=\"comparison\">\n<h2>Comparison</h2>\n";
+  out +=
+      "<p class=\"legend\">Every figure says where it comes from: " + source_badge("measured", "") +
+      " here by gpuvs, from the " + source_badge("datasheet", "") + ", " +
+      source_badge("published", "") + " elsewhere, or " + source_badge("derived", "") +
+      " from the driver's figures. Hover a label for its source.</p>\n";
+  if (c.rows.empty()) {
+    out += "<p>No metric has a figure for these GPUs.</p>\n</section>\n";
+    return;
+  }
+  out += "<div class=\"table-wrap\"><table class=\"comparison\">\n<thead><tr><th>metric</th>";
+  for (size_t i = 0; i < c.columns.size(); ++i) {
+    const Column& col = c.columns[i];
+    std::string sub = col.gpu_name;
+    if (!col.catalogue_id.empty()) sub += " · " + col.catalogue_id;
+    out += fmt::format("<th>{}<span class=\"sub\">{}</span>{}</th>", esc(col.label), esc(sub),
+                       i == c.baseline ? "<span class=\"sub\">baseline</span>" : "");
+  }
+  out += "</tr></thead>\n<tbody>\n";
+  for (const Row& row : c.rows) {
+    out += fmt::format("<tr><th scope=\"row\">{}<span class=\"sub\">{}</span></th>", esc(row.name),
+                       esc(row.metric));
+    for (size_t i = 0; i < c.columns.size(); ++i)
+      out += i < row.cells.size() ? cell_html(row, row.cells[i])
+                                  : "<td class=\"cell missing\">missing</td>";
+    out += "</tr>\n";
+  }
+  out += "</tbody></table></div>\n</section>\n";
+}
+
+// ---- charts ---------------------------------------------------------------------
+
+struct Charts {
+  Json specs = Json::array();
+  std::string html;  // sections with their containers
+
+  // A section with one container per chart; nothing when there is no chart.
+  void section(std::string_view id, std::string_view title, std::string_view intro,
+               std::vector<Json> charts) {
+    if (charts.empty()) return;
+    html += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n<div class=\"charts\">\n", id,
+                        title, intro);
+    for (Json& spec : charts)
+      add(std::move(spec));
+    html += "</div>\n</section>\n";
+  }
+  void add(Json spec) {
+    html += fmt::format(
+        "<figure class=\"chart\"><figcaption>{0}</figcaption><div class=\"chart-box\">"
+        "<canvas id=\"chart-{1}\" data-chart=\"{1}\" role=\"img\" aria-label=\"{0}\"></canvas>"
+        "</div></figure>\n",
+        esc(spec["title"].get<std::string>()), specs.size());
+    specs.push_back(std::move(spec));
+  }
+};
+
+void metric_charts(Charts& ch, const Comparison& c) {
+  std::vector<Json> bars_per_metric;
+  Json pct = Json::array();
+  for (const Row& row : c.rows) {
+    Json bars = Json::array();
+    bool any = false;
+    for (size_t i = 0; i < row.cells.size() && i < c.columns.size(); ++i) {
+      const Cell& cell = row.cells[i];
+      const bool has = cell.value && !cell.invalid;
+      any = any || has;
+      const char* state = cell.invalid ? "invalid" : has ? to_string(cell.source) : "missing";
+      bars.push_back({{"label", c.columns[i].label},
+                      {"sublabel", state},
+                      {"source", to_string(cell.source)},
+                      {"value", has ? Json(*cell.value) : Json(nullptr)}});
+      if (has && cell.source == Source::kMeasured && cell.of_datasheet)
+        pct.push_back({{"label", c.columns[i].label},
+                       {"sublabel", row.name},
+                       {"source", "measured"},
+                       {"value", *cell.of_datasheet * 100}});
+    }
+    if (any)
+      bars_per_metric.push_back({{"kind", "bar"},
+                                 {"title", fmt::format("{} ({})", row.name, row.metric)},
+                                 {"unit", row.unit},
+                                 {"higher_is_better", row.higher_is_better},
+                                 {"bars", std::move(bars)}});
+  }
+  ch.section("metric-charts", "Per metric",
+             "One chart per metric; each bar is labelled with where its figure comes from.",
+             std::move(bars_per_metric));
+  std::vector<Json> share;
+  if (!pct.empty())
+    share.push_back({{"kind", "bar"},
+                     {"title", "Measured, % of datasheet"},
+                     {"unit", "%"},
+                     {"reference", 100},
+                     {"bars", std::move(pct)}});
+  ch.section("datasheet-chart", "Share of the datasheet",
+             "Measured figures as a percentage of the same GPU's datasheet figure.",
+             std::move(share));
+}
+
+std::string gpu_label(const RunFile& run, const std::vector<int>& devices) {
+  std::vector<std::string> names;
+  for (int d : devices)
+    names.push_back(d >= 0 && static_cast<size_t>(d) < run.system.gpus.size()
+                        ? short_gpu_name(run.system.gpus[d].name)
+                        : fmt::format("GPU {}", d));
+  if (names.empty()) return "host";
+  if (std::all_of(names.begin(), names.end(), [&](const auto& n) { return n == names[0]; }))
+    return names.size() == 1 ? names[0] : fmt::format("{} ×{}", names[0], names.size());
+  return fmt::format("{}", fmt::join(names, "+"));
+}
+
+struct Series {
+  std::string base;                          // GPU (and run) label
+  std::map<std::string, std::string> extra;  // parameters other than x
+  std::string role = "measured";
+  std::vector<std::pair<double, double>> points;
+  std::optional<double> peak, peak_bandwidth;  // roofline roofs
+};
+
+struct LineChart {
+  std::string title, x_unit, y_unit;
+  bool y_log = false;
+  std::vector<Series> series;
+  std::map<std::string, size_t> index;
+
+  Series& series_for(std::pair<std::string, Series> keyed) {
+    auto [it, fresh] = index.try_emplace(keyed.first, series.size());
+    if (fresh) series.push_back(std::move(keyed.second));
+    return series[it->second];
+  }
+  Json spec() const {
+    // Only parameters that differ between series go into their labels.
+    std::set<std::string> varying;
+    for (const Series& a : series)
+      for (const Series& b : series)
+        for (const auto& [k, v] : a.extra) {
+          const auto it = b.extra.find(k);
+          if (it == b.extra.end() || it->second != v) varying.insert(k);
+        }
+    Json js = Json::array();
+    for (Series s : series) {
+      std::sort(s.points.begin(), s.points.end());
+      std::vector<std::string> parts;
+      for (const auto& [k, v] : s.extra)
+        if (varying.count(k)) parts.push_back(k + "=" + v);
+      std::string label = s.base;
+      if (!parts.empty()) label += fmt::format(" ({})", fmt::join(parts, ", "));
+      Json pts = Json::array();
+      for (auto [x, y] : s.points)
+        pts.push_back({x, y});
+      js.push_back({{"label", label}, {"role", s.role}, {"points", std::move(pts)}});
+    }
+    return {{"kind", "line"}, {"title", title}, {"x_unit", x_unit},       {"y_unit", y_unit},
+            {"x_log", true},  {"y_log", y_log}, {"series", std::move(js)}};
+  }
+};
+
+std::string run_prefix(const std::vector<const RunFile*>& runs, size_t ri, const Result& r) {
+  const std::string gpu = gpu_label(*runs[ri], r.devices);
+  return runs.size() > 1 ? fmt::format("{} · run {}", gpu, ri + 1) : gpu;
+}
+
+// The series a result belongs to: one per run, devices and label base and, with
+// `variants`, per value of each string or boolean parameter ("pattern": "random").
+// Numeric parameters (grid, bytes_per_array) change with the x value: they never split.
+std::pair<std::string, Series> series_proto(size_t ri, const Result& r, std::string base,
+                                            bool variants) {
+  Series s;
+  s.base = std::move(base);
+  std::string key = fmt::format("{}|{}|{}", ri, fmt::join(r.devices, ","), s.base);
+  for (const auto& [k, v] : r.parameters)
+    if (variants && (std::holds_alternative<std::string>(v) || std::holds_alternative<bool>(v)))
+      key += "|" + k + "=" + (s.extra[k] = param_text(v));
+  return {key, std::move(s)};
+}
+
+// The measured roof of a roofline point: the ridge result "<id>.ridge" of the same run
+// and devices, with parameters peak_flops (FLOP/s) and bandwidth (B/s).
+const Result* ridge_of(const RunFile& run, const Result& point) {
+  for (const Result& r : run.results)
+    if (r.status == Status::kOk && r.id == point.id + ".ridge" && r.devices == point.devices)
+      return &r;
+  return nullptr;
+}
+
+// Sweeps (docs/report.md): ok results whose parameters hold a size ("bytes" or
+// "size_bytes"), grouped by id (less a trailing ".<digits...>" segment) and unit;
+// one series per run, devices and other parameters.
+void sweep_charts(Charts& ch, const std::vector<const RunFile*>& runs) {
+  std::vector<LineChart> charts;
+  std::map<std::pair<std::string, std::string>, size_t> by_key;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    for (const Result& r : runs[ri]->results) {
+      if (r.status != Status::kOk || !positive(r.value) || r.id.rfind("roofline.", 0) == 0)
+        continue;
+      const std::string size_key = r.parameters.count("bytes") ? "bytes" : "size_bytes";
+      const auto size = number_param(r, size_key);
+      if (!size || !positive(*size)) continue;
+      std::string stem = r.id;
+      const size_t dot = stem.rfind('.');
+      if (dot != std::string::npos && dot + 1 < stem.size() &&
+          std::isdigit(static_cast<unsigned char>(stem[dot + 1])))
+        stem.resize(dot);
+      auto [it, fresh] = by_key.try_emplace({stem, r.unit}, charts.size());
+      if (fresh) {
+        LineChart c;
+        const std::string what = r.unit == "B/s" ? "Bandwidth" : r.unit == "s" ? "Latency" : r.unit;
+        c.title = fmt::format("{} vs size: {}", what, stem);
+        c.x_unit = "B";
+        c.y_unit = r.unit;
+        c.y_log = r.unit == "s";
+        charts.push_back(std::move(c));
+      }
+      charts[it->second]
+          .series_for(series_proto(ri, r, run_prefix(runs, ri, r), true))
+          .points.emplace_back(*size, r.value);
+    }
+  }
+  std::vector<Json> specs;
+  for (const LineChart& c : charts)  // a single size is no sweep
+    if (std::any_of(c.series.begin(), c.series.end(),
+                    [](const Series& s) { return s.points.size() >= 2; }))
+      specs.push_back(c.spec());
+  ch.section("sweeps", "Size sweeps", "Figures against buffer size (log scale).", std::move(specs));
+}
+
+// Roofline (docs/report.md): ok results "roofline.*" with parameters.intensity
+// (FLOP/B) and a value in FLOP/s, one line per id; the roof from the ridge result
+// where there is one, else from result.peak (FLOP/s) and parameters.peak_bandwidth.
+void roofline_chart(Charts& ch, const std::vector<const RunFile*>& runs) {
+  LineChart c{"Roofline", "FLOP/B", "FLOP/s", true, {}, {}};
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double xmin = kInf, xmax = 0;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    for (const Result& r : runs[ri]->results) {
+      if (r.status != Status::kOk || r.id.rfind("roofline.", 0) != 0 || !positive(r.value))
+        continue;
+      const auto intensity = number_param(r, "intensity");
+      if (!intensity || !positive(*intensity)) continue;
+      Series& s = c.series_for(series_proto(
+          ri, r, fmt::format("{} {}", run_prefix(runs, ri, r), r.id.substr(9)), false));
+      s.points.emplace_back(*intensity, r.value);
+      std::optional<double> peak, bandwidth = number_param(r, "peak_bandwidth");
+      if (r.peak && r.peak->unit == "FLOP/s") peak = r.peak->value;
+      if (const Result* ridge = ridge_of(*runs[ri], r)) {
+        peak = number_param(*ridge, "peak_flops");
+        bandwidth = number_param(*ridge, "bandwidth");
+      }
+      if (peak && positive(*peak)) s.peak = peak;
+      if (bandwidth && positive(*bandwidth)) s.peak_bandwidth = bandwidth;
+      xmin = std::min(xmin, *intensity);
+      xmax = std::max(xmax, *intensity);
+    }
+  }
+  if (c.series.empty()) return;
+  const size_t measured = c.series.size();
+  for (size_t i = 0; i < measured; ++i) {
+    const Series& s = c.series[i];
+    if (!s.peak && !s.peak_bandwidth) continue;
+    Series roof;
+    roof.base = "roof: " + s.base;
+    roof.extra = s.extra;
+    roof.role = "roof";
+    const double p = s.peak.value_or(kInf), b = s.peak_bandwidth.value_or(kInf);
+    std::vector<double> xs = {xmin / 2, xmax * 2};
+    if (s.peak && s.peak_bandwidth && p / b > xs[0] && p / b < xs[1])
+      xs.insert(xs.begin() + 1, p / b);
+    for (double x : xs)
+      roof.points.emplace_back(x, std::min(p, x * b));
+    c.series.push_back(std::move(roof));
+  }
+  ch.section("roofline", "Roofline",
+             "Attained FLOP/s against arithmetic intensity (FLOP per byte), log-log; dashed: "
+             "the roof, min(peak FLOP/s, intensity × bandwidth).",
+             {c.spec()});
+}
+
+// ---- claims and runs ------------------------------------------------------------
+
+void claims_section(std::string& out, const std::vector<ClaimJudgement>& claims) {
+  out += "<section id=\"claims\">\n<h2>Claims</h2>\n";
+  if (claims.empty()) {
+    out += "<p>No claims were given.</p>\n</section>\n";
+    return;
+  }
+  out +=
+      "<div class=\"table-wrap\"><table class=\"claims\">\n<thead><tr><th>GPU</th><th>metric</th>"
+      "<th>claimed</th><th>verdict</th><th>off by</th><th>reference</th><th>why</th>"
+      "<th>claimed by</th></tr></thead>\n<tbody>\n";
+  for (const ClaimJudgement& j : claims) {
+    const Claim& c = j.claim;
+    std::string setting;
+    for (const std::string* s : {&c.precision, &c.setting})
+      if (!s->empty()) setting += (setting.empty() ? "" : ", ") + *s;
+    std::string ref = "n/a";
+    if (j.reference)
+      ref = esc(format_si(*j.reference, j.reference_unit)) + " " +
+            source_badge(to_string(j.reference_source), j.reference_ref);
+    const bool judged = j.reference && j.verdict != ClaimVerdict::kUnverifiable;
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}{}</td><td class=\"num\">{} {}</td><td><span class=\"verdict "
+        "verdict-{}\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}{}</td>"
+        "</tr>\n",
+        esc(c.gpu), esc(c.metric),
+        setting.empty() ? "" : "<span class=\"sub\">" + esc(setting) + "</span>",
+        esc(fmt::format("{:g}", c.value)), esc(c.unit), to_string(j.verdict), to_string(j.verdict),
+        judged ? fmt::format("{:+.1f} %", j.off_pct) : "n/a", ref, esc(j.why), esc(c.source),
+        c.line > 0 ? fmt::format("<span class=\"sub\">line {}</span>", c.line) : "");
+  }
+  out += "</tbody></table></div>\n</section>\n";
+}
+
+void kv_table(std::string& out, const std::vector<std::pair<std::string, std::string>>& rows) {
+  out += "<table class=\"kv\"><tbody>\n";
+  for (const auto& [k, v] : rows)
+    out += fmt::format("<tr><th scope=\"row\">{}</th><td>{}</td></tr>\n", esc(k), esc(v));
+  out += "</tbody></table>\n";
+}
+
+std::string bytes_text(int64_t b) {
+  return fmt::format("{} ({} B)", format_bytes_binary(b), b);
+}
+
+void gpu_fingerprint(std::string& out, const GpuInfo& g, size_t run_index) {
+  out += fmt::format("<section class=\"fingerprint\" id=\"run-{}-gpu-{}\">\n<h3>GPU {}: {}</h3>\n",
+                     run_index + 1, g.index, g.index, esc(g.name));
+  std::string links = g.nvlinks.empty() ? "none" : "";
+  for (const NvLinkInfo& l : g.nvlinks)
+    links += fmt::format("{}link {}: {}, NVLink {}, remote {}", links.empty() ? "" : "; ", l.link,
+                         l.active ? "active" : "inactive", na(l.version), na(l.remote_pci_bus_id));
+  kv_table(
+      out,
+      {{"index", std::to_string(g.index)},
+       {"name", g.name},
+       {"uuid", g.uuid},
+       {"PCI bus id", g.pci_bus_id},
+       {"PCI device id", g.pci_device_id ? fmt::format("0x{:08X}", *g.pci_device_id) : "n/a"},
+       {"compute capability", g.compute_capability},
+       {"SMs", std::to_string(g.sm_count)},
+       {"memory", bytes_text(g.memory_total_bytes)},
+       {"L2 cache", bytes_text(g.l2_bytes)},
+       {"memory bus width (bit)", na(g.memory_bus_width_bits)},
+       {"SM clock, now / max (MHz)", na(g.sm_clock_mhz) + " / " + na(g.sm_clock_max_mhz)},
+       {"memory clock, now / max (MHz)", na(g.mem_clock_mhz) + " / " + na(g.mem_clock_max_mhz)},
+       {"power limit, enforced / default (W)",
+        na(g.power_limit_w) + " / " + na(g.power_default_limit_w)},
+       {"PCIe generation, now / max", na(g.pcie_gen_current) + " / " + na(g.pcie_gen_max)},
+       {"PCIe width, now / max (lanes)", na(g.pcie_width_current) + " / " + na(g.pcie_width_max)},
+       {"ECC", na(g.ecc_enabled)},
+       {"MIG", na(g.mig_enabled)},
+       {"VBIOS", na(g.vbios_version)},
+       {"NVLinks", links}});
+  out += "</section>\n";
+}
+
+void results_table(std::string& out, const RunFile& run) {
+  if (run.results.empty()) return;
+  out +=
+      "<h3>Results</h3>\n<div class=\"table-wrap\"><table class=\"results\">\n<thead><tr>"
+      "<th>result</th><th>GPU</th><th>parameters</th><th>value</th><th>noise</th><th>samples</th>"
+      "<th>of peak</th><th>status</th></tr></thead>\n<tbody>\n";
+  for (const Result& r : run.results) {
+    std::vector<std::string> params;
+    for (const auto& [k, v] : r.parameters)
+      params.push_back(k + "=" + param_text(v));
+    const bool ok = r.status == Status::kOk;
+    std::string peak = "n/a";
+    if (ok && r.efficiency && r.peak)
+      peak = fmt::format("{:.1f} % {}", *r.efficiency * 100,
+                         source_badge(r.peak->kind, r.peak->source));
+    std::string status(to_string(r.status));
+    if (!r.status_reason.empty()) status += ": " + r.status_reason;
+    if (ok && throttled(r)) status += ", throttled";
+    out += fmt::format(
+        "<tr><td>{}<span class=\"sub\">{}</span></td><td>{}</td><td class=\"params\">{}</td>"
+        "<td class=\"num{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td class=\"status-{}\">{}</td></tr>\n",
+        esc(r.name), esc(r.id), esc(gpu_label(run, r.devices)),
+        esc(fmt::format("{}", fmt::join(params, ", "))), ok ? "" : " invalid",
+        ok ? esc(format_si(r.value, r.unit)) : esc(to_string(r.status)),
+        ok ? fmt::format("{:.2f} %", r.stats.noise * 100) : "n/a", r.stats.samples, peak,
+        css_word(to_string(r.status)), esc(status));
+  }
+  out += "</tbody></table></div>\n";
+  for (const RunError& e : run.errors)
+    out += fmt::format("<p class=\"error\">error in {}: {}</p>\n", esc(e.context), esc(e.message));
+}
+
+void run_section(std::string& out, const RunFile& run, size_t ri) {
+  const Meta& m = run.meta;
+  const SystemInfo& s = run.system;
+  out += fmt::format("<section class=\"run\" id=\"run-{}\">\n<h2>Run {}: {}, {}</h2>\n", ri + 1,
+                     ri + 1, esc(m.host), esc(m.started_at));
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"command", fmt::format("{}", fmt::join(m.argv, " "))},
+      {"gpuvs", fmt::format("{} ({})", m.tool_version, m.git_sha)},
+      {"started / finished", fmt::format("{} / {}", m.started_at, m.finished_at)},
+      {"host", m.host},
+      {"OS", s.os},
+      {"CPU", s.cpu.model},
+      {"logical cores", na(s.cpu.logical_cores)},
+      {"host memory", s.cpu.memory_bytes ? bytes_text(*s.cpu.memory_bytes) : "n/a"},
+      {"driver", na(s.driver_version)},
+      {"CUDA (driver)", na(s.cuda_driver_version)},
+      {"CUDA runtime", na(s.cuda_runtime_version)},
+      {"cuBLAS", na(s.cublas_version)},
+      {"cuDNN", na(s.cudnn_version)},
+      {"NCCL", na(s.nccl_version)}};
+  kv_table(out, rows);
+  if (s.gpus.empty()) out += "<p>No GPU in this run.</p>\n";
+  for (const GpuInfo& g : s.gpus)
+    gpu_fingerprint(out, g, ri);
+  results_table(out, run);
+  out += "</section>\n";
+}
+
+}  // namespace
+
+bool html_charts_available() {
+  return embedded_file(kChartLibrary).has_value();
+}
+
+std::string render_html(const HtmlReportInput& input) {
+  const auto lib = embedded_file(kChartLibrary);
+  return render_html(input, lib ? *lib : std::string_view());
+}
+
+std::string render_html(const HtmlReportInput& input, std::string_view chart_library) {
+  std::vector<const RunFile*> runs;
+  for (const RunFile* r : input.runs)
+    if (r) runs.push_back(r);
+  const std::string title = input.title.empty() ? "gpuvs report" : input.title;
+  const bool charts_on = !chart_library.empty();
+
+  Charts charts;
+  if (charts_on) {
+    if (input.comparison) metric_charts(charts, *input.comparison);
+    sweep_charts(charts, runs);
+    roofline_chart(charts, runs);
+  }
+
+  std::string body = fmt::format("<header>\n<h1>{}</h1>\n", esc(title));
+  if (!input.note.empty()) body += fmt::format("<p class=\"note-line\">{}</p>\n", esc(input.note));
+  if (!charts_on) body += fmt::format("<p class=\"charts-unavailable\">{}</p>\n", kNoCharts);
+  body += "<div id=\"report-errors\" hidden></div>\n</header>\n<main>\n";
+  if (input.comparison) comparison_section(body, *input.comparison);
+  body += charts.html;
+  if (input.claims) claims_section(body, *input.claims);
+  for (size_t i = 0; i < runs.size(); ++i)
+    run_section(body, *runs[i], i);
+  body +=
+      "</main>\n<footer><p>Made by gpuvs. Units are decimal: GB/s = 10<sup>9</sup> B/s, "
+      "TFLOP/s = 10<sup>12</sup> FLOP/s; buffer sizes in binary units (MiB, GiB).</p></footer>";
+
+  const Json data = {{"schema", "gpuvs.report/1"},
+                     {"title", title},
+                     {"note", input.note},
+                     {"charts_available", charts_on},
+                     {"charts", charts.specs}};
+  const std::string lib =
+      charts_on ? "<script>\n" + script_safe(chart_library) + "\n</script>" : std::string();
+  return fill(asset("web/report.html"), {{"title", esc(title)},
+                                         {"style", asset("web/report.css")},
+                                         {"charts_expected", std::to_string(charts.specs.size())},
+                                         {"body", body},
+                                         {"data", island_text(data)},
+                                         {"chart_library", lib},
+                                         {"script", script_safe(asset("web/report.js"))}});
+}
+
+}  // namespace gpuvs

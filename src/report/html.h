@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/run_file.h"
@@ -13,14 +14,18 @@
 namespace gpuvs {
 
 struct HtmlReportInput {
-  std::string title;                      // "gpuvs report: H200 vs A100-SXM4-80GB"
+  std::string title;                       // "gpuvs report: H200 vs A100-SXM4-80GB"
   const Comparison* comparison = nullptr;  // bar charts per metric, % of datasheet
-  std::vector<const RunFile*> runs;       // fingerprints; size/latency sweeps; roofline
+  std::vector<const RunFile*> runs;        // fingerprints; size/latency sweeps; roofline
   const std::vector<ClaimJudgement>* claims = nullptr;
-  std::string note;                       // e.g. "No GPU here: bundled H200 reference run"
+  std::string note;  // e.g. "No GPU here: bundled H200 reference run"
 };
 
 std::string render_html(const HtmlReportInput& input);
+
+// As above, with `chart_library` (a script that defines window.Chart) inlined in place
+// of the built-in one; empty: tables only, and the page says charts are not available.
+std::string render_html(const HtmlReportInput& input, std::string_view chart_library);
 
 // True when the chart library was inlined at build time.
 bool html_charts_available();

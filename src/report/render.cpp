@@ -1,0 +1,360 @@
+// Text renderings of comparisons and claim judgements. One cell text is shared by the
+// terminal and Markdown tables; CSV and JSON carry the raw figures in base units.
+// Invariants: a missing figure is "-" (table), empty (CSV) or null (JSON); an invalid
+// measurement is "invalid" / null and never a number; "none" marks a GPU that lacks
+// the feature (datasheet).
+#include "report/render.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.h"
+#include "report/table.h"
+
+namespace gpuvs {
+
+namespace {
+
+using nlohmann::json;
+
+std::string fmt_value(double v, const std::string& unit) {
+  if (unit == "1" || unit.empty())
+    return std::fabs(v - std::round(v)) < 1e-9 ? fmt::format("{:.0f}", v)
+                                               : fmt::format("{:.3g}", v);
+  return format_si(v, unit);
+}
+
+const char* source_tag(Source s) {
+  switch (s) {
+    case Source::kMeasured:
+      return "";
+    case Source::kDatasheet:
+      return " (ds)";
+    case Source::kPublished:
+      return " (pub)";
+    case Source::kDerived:
+      return " (der)";
+  }
+  return "";
+}
+
+std::string cell_text(const Cell& c, const std::string& unit) {
+  if (c.invalid) return "invalid";
+  if (c.unsupported) return "none";
+  if (!c.value) return "-";
+  std::string s = fmt_value(*c.value, unit) + source_tag(c.source);
+  if (c.source == Source::kMeasured) {
+    if (c.noise) s += fmt::format(" ±{:.2f}%", *c.noise * 100);
+    if (c.of_datasheet) s += fmt::format(" ({:.0f}% of ds)", *c.of_datasheet * 100);
+    if (c.throttled) s += " throttled";
+  }
+  return s;
+}
+
+std::string vs_text(const Cell& c) {
+  if (c.verdict.empty() || !c.ratio) return "-";
+  if (c.verdict == "same") return fmt::format("same ({:+.1f}%)", *c.diff_pct);
+  return fmt::format("{:.2f}x {}", *c.ratio, c.verdict);
+}
+
+std::string column_source(const Column& col) {
+  std::string s = col.gpu_name;
+  if (col.measured) s += ", measured by gpuvs";
+  s += col.catalogue_id.empty() ? ", no catalogue entry"
+                                : fmt::format(", datasheet {}", col.catalogue_id);
+  return s;
+}
+
+// Header and rows as plain strings: shared by the terminal and Markdown tables.
+struct Grid {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;  // invalid / throttled / published cells, and sources
+};
+
+Grid comparison_grid(const Comparison& c) {
+  Grid g;
+  g.header.push_back("metric");
+  const std::string base =
+      c.baseline < c.columns.size() ? c.columns[c.baseline].label : std::string();
+  for (size_t i = 0; i < c.columns.size(); ++i) {
+    g.header.push_back(c.columns[i].label);
+    if (i != c.baseline) g.header.push_back("vs " + base);
+  }
+  for (const Row& r : c.rows) {
+    std::vector<std::string> line{r.name};
+    for (size_t i = 0; i < r.cells.size(); ++i) {
+      const Cell& cell = r.cells[i];
+      line.push_back(cell_text(cell, r.unit));
+      if (i != c.baseline) line.push_back(vs_text(cell));
+      const std::string& label = c.columns[i].label;
+      if (cell.invalid || cell.throttled || (cell.source == Source::kPublished && cell.value))
+        g.notes.push_back(fmt::format("{}, {}: {}{}", label, r.name,
+                                      cell.note.empty() ? to_string(cell.source) : cell.note,
+                                      cell.source_ref.empty() ? "" : " (" + cell.source_ref + ")"));
+    }
+    g.rows.push_back(std::move(line));
+  }
+  for (size_t i = 0; i < c.columns.size(); ++i) {
+    std::vector<std::string> urls;  // datasheet sources of this column, in row order
+    for (const Row& r : c.rows) {
+      const Cell& cell = r.cells[i];
+      if (cell.source == Source::kDatasheet && (cell.value || cell.unsupported) &&
+          !cell.source_ref.empty() &&
+          std::find(urls.begin(), urls.end(), cell.source_ref) == urls.end())
+        urls.push_back(cell.source_ref);
+    }
+    g.notes.push_back(fmt::format("{}: {}{}", c.columns[i].label, column_source(c.columns[i]),
+                                  urls.empty() ? "" : fmt::format(" ({})", fmt::join(urls, ", "))));
+  }
+  return g;
+}
+
+constexpr const char* kLegend =
+    "(ds) datasheet, (pub) published, no tag: measured here; ±: measurement noise; \"same\": "
+    "within 2 sigma of the measured noise, or 1 %";
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i)
+    out += (i ? "," : "") + csv_field(fields[i]);
+  return out + "\n";
+}
+
+std::string csv_num(const std::optional<double>& v) {
+  return v ? fmt::format("{}", *v) : std::string();
+}
+
+json opt_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+std::string md_table(const std::vector<std::string>& header,
+                     const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "|";
+  for (const std::string& h : header)
+    out += " " + md_escape(h) + " |";
+  out += "\n|";
+  for (size_t i = 0; i < header.size(); ++i)
+    out += "---|";
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (const std::string& cell : row)
+      out += " " + md_escape(cell) + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+json comparison_json(const Comparison& c) {
+  json cols = json::array();
+  for (const Column& col : c.columns)
+    cols.push_back(
+        {{"label", col.label},
+         {"gpu_name", col.gpu_name},
+         {"catalogue_id", col.catalogue_id.empty() ? json(nullptr) : json(col.catalogue_id)},
+         {"measured", col.measured}});
+  json rows = json::array();
+  for (const Row& r : c.rows) {
+    json cells = json::array();
+    for (const Cell& cell : r.cells) {
+      const bool present = cell.value || cell.invalid || cell.unsupported;
+      cells.push_back({{"value", cell.invalid ? json(nullptr) : opt_json(cell.value)},
+                       {"source", present ? json(to_string(cell.source)) : json(nullptr)},
+                       {"source_ref", cell.source_ref},
+                       {"noise", opt_json(cell.noise)},
+                       {"of_datasheet", opt_json(cell.of_datasheet)},
+                       {"ratio", opt_json(cell.ratio)},
+                       {"diff_pct", opt_json(cell.diff_pct)},
+                       {"verdict", cell.verdict},
+                       {"invalid", cell.invalid},
+                       {"throttled", cell.throttled},
+                       {"unsupported", cell.unsupported},
+                       {"note", cell.note}});
+    }
+    rows.push_back({{"metric", r.metric},
+                    {"name", r.name},
+                    {"unit", r.unit},
+                    {"higher_is_better", r.higher_is_better},
+                    {"cells", std::move(cells)}});
+  }
+  return {{"schema", "gpuvs.compare/1"},
+          {"baseline", c.baseline},
+          {"columns", std::move(cols)},
+          {"rows", std::move(rows)}};
+}
+
+}  // namespace
+
+std::string render_comparison(const Comparison& c, TextFormat format) {
+  switch (format) {
+    case TextFormat::kJson:
+      return comparison_json(c).dump(2) + "\n";
+    case TextFormat::kCsv: {
+      std::string out =
+          csv_line({"metric", "name", "unit", "column", "gpu", "catalogue_id", "source", "value",
+                    "noise", "of_datasheet", "ratio", "diff_pct", "verdict", "invalid", "throttled",
+                    "unsupported", "source_ref", "note"});
+      for (const Row& r : c.rows) {
+        for (size_t i = 0; i < r.cells.size(); ++i) {
+          const Cell& cell = r.cells[i];
+          const Column& col = c.columns[i];
+          const bool present = cell.value || cell.invalid || cell.unsupported;
+          out += csv_line({r.metric, r.name, r.unit, col.label, col.gpu_name, col.catalogue_id,
+                           present ? to_string(cell.source) : "",
+                           cell.invalid ? "" : csv_num(cell.value), csv_num(cell.noise),
+                           csv_num(cell.of_datasheet), csv_num(cell.ratio), csv_num(cell.diff_pct),
+                           cell.verdict, cell.invalid ? "true" : "false",
+                           cell.throttled ? "true" : "false", cell.unsupported ? "true" : "false",
+                           cell.source_ref, cell.note});
+        }
+      }
+      return out;
+    }
+    case TextFormat::kMarkdown: {
+      const Grid g = comparison_grid(c);
+      std::string out = md_table(g.header, g.rows);
+      out += fmt::format("\n{}\n\n", md_escape(kLegend));
+      for (const std::string& n : g.notes)
+        out += "- " + n + "\n";
+      return out;
+    }
+    case TextFormat::kTerminal:
+      break;
+  }
+  const Grid g = comparison_grid(c);
+  std::vector<TextTable::Align> align(g.header.size(), TextTable::Align::kRight);
+  align[0] = TextTable::Align::kLeft;
+  TextTable t(g.header, align);
+  for (const auto& row : g.rows)
+    t.add_row(row);
+  std::string out = t.rows() ? t.render() : "no figures to compare\n";
+  out += fmt::format("{}\n", kLegend);
+  for (const std::string& n : g.notes)
+    out += "  " + n + "\n";
+  return out;
+}
+
+namespace {
+
+std::string verdict_text(const ClaimJudgement& j) {
+  switch (j.verdict) {
+    case ClaimVerdict::kOff:
+      return fmt::format("off by {:+.0f}%", j.off_pct);
+    case ClaimVerdict::kContradicted:
+      return fmt::format("contradicted ({:+.0f}%)", j.off_pct);
+    default:
+      return to_string(j.verdict);
+  }
+}
+
+std::string claimed_text(const Claim& c) {
+  const std::string v = fmt::format("{}", c.value);
+  return c.unit.empty() ? v : v + " " + c.unit;
+}
+
+std::string reference_text(const ClaimJudgement& j) {
+  if (!j.reference) return "-";
+  if (*j.reference == 0) return fmt::format("none ({})", to_string(j.reference_source));
+  return fmt::format("{} ({})", fmt_value(*j.reference, j.reference_unit),
+                     to_string(j.reference_source));
+}
+
+std::string claims_summary(const std::vector<ClaimJudgement>& js) {
+  std::map<ClaimVerdict, int> n;
+  for (const ClaimJudgement& j : js)
+    ++n[j.verdict];
+  return fmt::format("{} claims: {} hold, {} off, {} contradicted, {} unverifiable", js.size(),
+                     n[ClaimVerdict::kHolds], n[ClaimVerdict::kOff], n[ClaimVerdict::kContradicted],
+                     n[ClaimVerdict::kUnverifiable]);
+}
+
+}  // namespace
+
+std::string render_claims(const std::vector<ClaimJudgement>& judgements, TextFormat format) {
+  const std::vector<std::string> header = {"line",    "gpu",       "metric", "claimed",
+                                           "verdict", "reference", "why"};
+  std::vector<std::vector<std::string>> rows;
+  for (const ClaimJudgement& j : judgements)
+    rows.push_back({std::to_string(j.claim.line), j.claim.gpu, j.claim.metric,
+                    claimed_text(j.claim), verdict_text(j), reference_text(j), j.why});
+  switch (format) {
+    case TextFormat::kJson: {
+      json arr = json::array();
+      std::map<std::string, int> counts = {
+          {"holds", 0}, {"off", 0}, {"contradicted", 0}, {"unverifiable", 0}};
+      for (const ClaimJudgement& j : judgements) {
+        const MetricDef* m = resolve_claim_metric(j.claim.metric);
+        ++counts[to_string(j.verdict)];
+        arr.push_back({{"line", j.claim.line},
+                       {"gpu", j.claim.gpu},
+                       {"metric", j.claim.metric},
+                       {"metric_id", m ? json(std::string(m->id)) : json(nullptr)},
+                       {"value", j.claim.value},
+                       {"unit", j.claim.unit},
+                       {"source", j.claim.source},
+                       {"precision", j.claim.precision},
+                       {"setting", j.claim.setting},
+                       {"verdict", to_string(j.verdict)},
+                       {"off_pct", j.reference ? json(j.off_pct) : json(nullptr)},
+                       {"reference", opt_json(j.reference)},
+                       {"reference_unit", j.reference_unit},
+                       {"reference_source",
+                        j.reference ? json(to_string(j.reference_source)) : json(nullptr)},
+                       {"reference_ref", j.reference_ref},
+                       {"why", j.why}});
+      }
+      const json doc = {
+          {"schema", "gpuvs.claims/1"}, {"claims", std::move(arr)}, {"summary", counts}};
+      return doc.dump(2) + "\n";
+    }
+    case TextFormat::kCsv: {
+      std::string out =
+          csv_line({"line", "gpu", "metric", "value", "unit", "source", "verdict", "off_pct",
+                    "reference", "reference_unit", "reference_source", "reference_ref", "why"});
+      for (const ClaimJudgement& j : judgements)
+        out += csv_line({std::to_string(j.claim.line), j.claim.gpu, j.claim.metric,
+                         fmt::format("{}", j.claim.value), j.claim.unit, j.claim.source,
+                         to_string(j.verdict), j.reference ? fmt::format("{:.1f}", j.off_pct) : "",
+                         csv_num(j.reference), j.reference_unit,
+                         j.reference ? to_string(j.reference_source) : "", j.reference_ref, j.why});
+      return out;
+    }
+    case TextFormat::kMarkdown:
+      return md_table(header, rows) + "\n" + claims_summary(judgements) + "\n";
+    case TextFormat::kTerminal:
+      break;
+  }
+  using A = TextTable::Align;
+  TextTable t(header, {A::kRight, A::kLeft, A::kLeft, A::kRight, A::kLeft, A::kRight, A::kLeft});
+  for (auto& row : rows)
+    t.add_row(std::move(row));
+  return t.render() + claims_summary(judgements) + "\n";
+}
+
+}  // namespace gpuvs

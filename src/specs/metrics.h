@@ -33,9 +33,11 @@ const MetricDef* metric_for_result(std::string_view result_id);
 
 // Convert "989 TFLOP/s", "4.8 TB/s", "141 GB", "700 W", "1980 MHz" style (value,
 // unit) to the metric's base unit. Decimal prefixes k M G T P; binary KiB MiB GiB TiB
-// for bytes; "OP/s" is accepted where the metric is FLOP/s (INT8); "TFLOPS" and
-// "GB/s" style spellings accepted. nullopt when the unit does not fit the metric.
-std::optional<double> to_base_unit(double value, std::string_view unit,
-                                   std::string_view base_unit);
+// for bytes only; "TFLOPS", "TOPS" and "GB/s" style spellings accepted. Where the
+// base unit is OP/s (INT8), FLOP/s spellings are accepted too, since articles write
+// them; the reverse is not. img/s also as "images/s"; seq/s also as "sequences/s" and
+// "samples/s"; counts as "1" or "". Units are case-sensitive (Gb is not GB).
+// nullopt when the unit does not fit the metric.
+std::optional<double> to_base_unit(double value, std::string_view unit, std::string_view base_unit);
 
 }  // namespace gpuvs

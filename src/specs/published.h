@@ -10,6 +10,8 @@
 
 namespace gpuvs {
 
+class Catalogue;
+
 struct PublishedFigure {
   std::string gpu;        // catalogue id: "A100-SXM4-80GB"
   std::string metric;     // metric id: "model.resnet50.train"
@@ -25,7 +27,11 @@ struct PublishedFigure {
 class Published {
  public:
   static const Published& builtin();
+  // Against the built-in catalogue: every figure must name one of its GPUs.
   static Published parse(std::string_view text, std::string_view name);
+  // Added: against another catalogue (one given with --catalogue). A figure's "gpu"
+  // may be an id or an alias; it is stored as the catalogue id.
+  static Published parse(std::string_view text, std::string_view name, const Catalogue& catalogue);
   const std::vector<PublishedFigure>& figures() const { return figures_; }
   std::vector<const PublishedFigure*> for_gpu(std::string_view catalogue_id) const;
 

@@ -81,8 +81,7 @@ TEST(Cli, UnknownCommandOrFlagIsAUsageError) {
 }
 
 TEST(Cli, CommandsNotBuiltYetSaySoAndExit2) {
-  for (const char* cmd :
-       {"model resnet50", "compare a.json", "specs list", "advise", "tune", "monitor -- true"}) {
+  for (const char* cmd : {"model resnet50", "advise", "tune", "monitor -- true"}) {
     const Outcome o = run_gpuvs(cmd);
     EXPECT_EQ(o.code, 2) << cmd;
     EXPECT_NE(o.err.find("not built yet"), std::string::npos) << cmd << ": " << o.err;
@@ -90,22 +89,51 @@ TEST(Cli, CommandsNotBuiltYetSaySoAndExit2) {
   }
 }
 
-TEST(Cli, WithoutAGpuRunDetectAndBenchExit3WithOneClearLine) {
+std::string out_dir() {
+  return (std::filesystem::temp_directory_path() / ("gpuvs_cli_out_" + std::to_string(::getpid())))
+      .string();
+}
+
+void expect_one_clear_line(const Outcome& o, const std::string& cmd) {
+  ASSERT_FALSE(o.err.empty()) << cmd;
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+  EXPECT_EQ(o.err.rfind("gpuvs", 0), 0u) << o.err;
+  if (GPUVS_TEST_HAVE_CUDA)
+    EXPECT_NE(o.err.find("no NVIDIA GPU"), std::string::npos) << o.err;
+  else
+    EXPECT_NE(o.err.find("built without CUDA"), std::string::npos) << o.err;
+}
+
+TEST(Cli, WithoutAGpuDetectAndBenchExit3WithOneClearLine) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: the GPU tests cover these commands";
-  for (const char* cmd : {"run", "detect", "bench", "--json run", "detect --json"}) {
-    const Outcome o =
-        run_gpuvs(std::string("--out ") +
-                  (std::filesystem::temp_directory_path() / "gpuvs_cli_out").string() + " " + cmd);
+  for (const char* cmd : {"detect", "bench", "detect --json", "bench memory", "run --gpu 0"}) {
+    const Outcome o = run_gpuvs("--out " + out_dir() + " " + cmd);
     EXPECT_EQ(o.code, 3) << cmd << ": " << o.err;
     EXPECT_TRUE(o.out.empty()) << cmd << " wrote to stdout: " << o.out;
-    ASSERT_FALSE(o.err.empty()) << cmd;
-    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
-    EXPECT_EQ(o.err.rfind("gpuvs", 0), 0u) << o.err;
-    if (GPUVS_TEST_HAVE_CUDA)
-      EXPECT_NE(o.err.find("no NVIDIA GPU"), std::string::npos) << o.err;
-    else
-      EXPECT_NE(o.err.find("built without CUDA"), std::string::npos) << o.err;
+    expect_one_clear_line(o, cmd);
   }
+}
+
+TEST(Cli, WithoutAGpuRunShowsTheBundledReferenceAgainstTheA100) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: gpuvs run measures it instead";
+  const std::string dir = out_dir();
+  std::filesystem::remove_all(dir);
+  const Outcome o = run_gpuvs("--out " + dir + " run");
+  EXPECT_EQ(o.code, 0) << o.err;
+  expect_one_clear_line(o, "run");  // why nothing was measured
+  EXPECT_NE(o.out.find("bundled reference run"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("A100-SXM4-80GB (datasheet)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Memory bandwidth"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(pub)"), std::string::npos) << "published figures labelled: " << o.out;
+  const auto html = std::filesystem::path(dir) / "reference-report.html";
+  ASSERT_TRUE(std::filesystem::exists(html));
+  EXPECT_GT(std::filesystem::file_size(html), 1000u);
+
+  const Outcome j = run_gpuvs("--out " + dir + " --json run");
+  EXPECT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(j.out.rfind("{", 0), 0u) << "JSON on stdout only: " << j.out.substr(0, 200);
+  EXPECT_NE(j.out.find("\"measured\""), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

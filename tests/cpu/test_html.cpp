@@ -1,0 +1,396 @@
+// The HTML report (src/report/html.h): structure, escaping of every string that comes
+// from a file, the JSON island, the charts-unavailable fallback, one chart container
+// per metric with data, sweeps and the roofline, and one fingerprint section per GPU.
+// Comparisons are built by hand: these tests do not depend on build_comparison.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/embedded.h"
+#include "core/run_file.h"
+#include "report/html.h"
+
+namespace gpuvs {
+namespace {
+
+constexpr std::string_view kEvil = "<script>alert(1)</script>";
+// Stands in for Chart.js: render_html only inlines it.
+constexpr std::string_view kFakeLibrary = "window.Chart = function () {};";
+constexpr std::string_view kNoCharts = "Charts are not available: this gpuvs was built";
+
+size_t count(std::string_view haystack, std::string_view needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string_view::npos;
+       at = haystack.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
+nlohmann::json island(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"gpuvs-data\">";
+  const size_t start = html.find(open);
+  EXPECT_NE(start, std::string::npos);
+  const size_t body = start + open.size();
+  const size_t end = html.find("</script>", body);
+  EXPECT_NE(end, std::string::npos);
+  return nlohmann::json::parse(html.substr(body, end - body));  // throws if not JSON
+}
+
+int body_attr(const std::string& html, std::string_view name) {
+  const std::string key = std::string(name) + "=\"";
+  const size_t at = html.find(key, html.find("<body"));
+  EXPECT_NE(at, std::string::npos) << name;
+  return std::stoi(html.substr(at + key.size()));
+}
+
+GpuInfo gpu(int index, std::string name) {
+  GpuInfo g;
+  g.index = index;
+  g.name = std::move(name);
+  g.uuid = "GPU-" + std::to_string(index);
+  g.pci_bus_id = "00000000:19:00.0";
+  g.compute_capability = "9.0";
+  g.sm_count = 132;
+  g.memory_total_bytes = 150109880320;
+  g.l2_bytes = 62914560;
+  g.sm_clock_mhz = 1980;  // the other optional fields stay null: shown as "n/a"
+  return g;
+}
+
+Result result(std::string id, double value, std::string unit, std::map<std::string, ParamValue> p) {
+  Result r;
+  r.id = std::move(id);
+  r.name = r.id;
+  r.devices = {0};
+  r.parameters = std::move(p);
+  r.value = value;
+  r.unit = std::move(unit);
+  r.stats = {value, value, value, value, 0, 0, 1};
+  return r;
+}
+
+RunFile two_gpu_run() {
+  RunFile run;
+  run.meta.host = "node-1";
+  run.meta.command = "run";
+  run.system.os = "Linux";
+  run.system.gpus = {gpu(0, "NVIDIA H200"), gpu(1, std::string(kEvil))};
+  return run;
+}
+
+Comparison comparison() {
+  Comparison c;
+  c.columns = {{"H200", "NVIDIA H200", "h200-sxm", true},
+               {"A100", "A100-SXM4-80GB", "a100", false}};
+  Row bw{"memory.bandwidth", "Memory bandwidth", "B/s", true, {}};
+  Cell measured;
+  measured.value = 4.25e12;
+  measured.source = Source::kMeasured;
+  measured.source_ref = "run.json, memory.hbm.copy";
+  measured.of_datasheet = 0.885;
+  measured.noise = 0.002;
+  measured.verdict = "baseline";
+  Cell sheet;
+  sheet.value = 2.039e12;
+  sheet.source = Source::kDatasheet;
+  sheet.source_ref = "https://example.com/a100.pdf";
+  sheet.diff_pct = -52.0;
+  sheet.verdict = "slower";
+  bw.cells = {measured, sheet};
+  Row fp{"compute.fp64", "FP64", "FLOP/s", true, {}};
+  Cell invalid;
+  invalid.value = 9.99e13;  // must never be shown
+  invalid.invalid = true;
+  invalid.note = "checksum mismatch";
+  fp.cells = {invalid, Cell{}};  // invalid, missing: no chart for this metric
+  Row pub{"model.resnet50.train", "ResNet-50 training", "img/s", true, {}};
+  Cell published;
+  published.value = 3000;
+  published.source = Source::kPublished;
+  pub.cells = {Cell{}, published};
+  c.rows = {bw, fp, pub};
+  return c;
+}
+
+TEST(Html, StructureAndNoExternalUrls) {
+  const Comparison c = comparison();
+  const RunFile run = two_gpu_run();
+  HtmlReportInput in{"gpuvs report: H200 vs A100", &c, {&run}, nullptr, "a note"};
+  const std::string html = render_html(in, kFakeLibrary);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<title>gpuvs report: H200 vs A100</title>"), std::string::npos);
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"note-line\">a note</p>"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_EQ(count(html, "id=\"gpuvs-data\""), 1u);
+  EXPECT_EQ(count(html, "{{"), 0u);  // every placeholder filled
+  // Self-contained: nothing is loaded from elsewhere.
+  EXPECT_EQ(count(html, " src="), 0u);
+  EXPECT_EQ(count(html, "<link"), 0u);
+  EXPECT_EQ(count(html, "<script"), 3u);  // island, chart library, report.js
+  EXPECT_NE(html.find(kFakeLibrary), std::string::npos);
+}
+
+TEST(Html, ComparisonTableLabelsEveryFigure) {
+  const Comparison c = comparison();
+  HtmlReportInput in{"t", &c, {}, nullptr, ""};
+  const std::string html = render_html(in, kFakeLibrary);
+  EXPECT_NE(html.find("4.25 TB/s"), std::string::npos);
+  EXPECT_NE(html.find("2.04 TB/s"), std::string::npos);
+  EXPECT_NE(html.find("88.5 % of datasheet"), std::string::npos);
+  EXPECT_NE(html.find("-52.0 %"), std::string::npos);
+  EXPECT_NE(html.find("title=\"https://example.com/a100.pdf\">datasheet</span>"),
+            std::string::npos);
+  EXPECT_NE(html.find(">measured</span>"), std::string::npos);
+  EXPECT_NE(html.find(">published</span>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"cell invalid\">invalid"), std::string::npos);
+  EXPECT_NE(html.find("checksum mismatch"), std::string::npos);
+  EXPECT_EQ(count(html, "<td class=\"cell missing\">missing</td>"), 2u);
+  // The invalid measurement is no number anywhere, not even in the island.
+  EXPECT_EQ(html.find("99.9 TFLOP/s"), std::string::npos);
+  EXPECT_EQ(html.find("9.99e+13"), std::string::npos);
+  EXPECT_EQ(html.find("99900000000000"), std::string::npos);
+}
+
+TEST(Html, EscapesEveryStringFromFiles) {
+  Comparison c = comparison();
+  c.columns[1].label = std::string(kEvil);
+  c.columns[1].gpu_name = "\" onmouseover=\"alert(1)";
+  c.rows[0].name = std::string(kEvil);
+  c.rows[0].cells[1].source_ref = "\"><script>alert(2)</script>";
+  RunFile run = two_gpu_run();
+  run.meta.host = std::string(kEvil);
+  run.system.cpu.model = "{{body}}";  // not a placeholder once inserted
+  Result r = result("memory.sweep.read.1", 1e12, "B/s", {{"bytes", int64_t{4096}}});
+  r.name = std::string(kEvil);
+  run.results.push_back(r);
+  run.errors.push_back({std::string(kEvil), "</script><!--"});
+  std::vector<ClaimJudgement> claims(1);
+  claims[0].claim.gpu = std::string(kEvil);
+  claims[0].claim.source = "<img src=x onerror=alert(3)>";
+  claims[0].why = std::string(kEvil);
+  HtmlReportInput in{std::string(kEvil), &c, {&run}, &claims, std::string(kEvil)};
+  for (std::string_view lib : {kFakeLibrary, std::string_view()}) {
+    const std::string html = render_html(in, lib);
+    EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+    EXPECT_EQ(html.find("<img"), std::string::npos);
+    EXPECT_EQ(html.find("\" onmouseover=\""), std::string::npos);
+    EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+    EXPECT_NE(html.find("{{body}}"), std::string::npos);
+    EXPECT_EQ(count(html, "<script"), lib.empty() ? 2u : 3u);
+    EXPECT_EQ(count(html, "</script>"), lib.empty() ? 2u : 3u);
+    // The island carries the names intact, with '<' escaped.
+    const nlohmann::json data = island(html);
+    EXPECT_EQ(data["title"], kEvil);
+    if (!lib.empty()) {
+      EXPECT_EQ(data["charts"][0]["bars"][1]["label"], kEvil);
+    }
+  }
+}
+
+TEST(Html, IslandIsValidJsonWithoutClosingTags) {
+  Comparison c = comparison();
+  c.columns[0].label = "a</script>b<!--c";
+  HtmlReportInput in{"t", &c, {}, nullptr, ""};
+  const std::string html = render_html(in, kFakeLibrary);
+  EXPECT_NE(html.find("a\\u003c/script\\u003eb\\u003c!--c"), std::string::npos);
+  EXPECT_EQ(html.find("a</"), std::string::npos);
+  const nlohmann::json data = island(html);
+  EXPECT_EQ(data["schema"], "gpuvs.report/1");
+  EXPECT_EQ(data["charts"][0]["bars"][0]["label"], "a</script>b<!--c");
+  EXPECT_TRUE(data["charts_available"].get<bool>());
+}
+
+TEST(Html, WithoutChartLibraryTablesOnly) {
+  const Comparison c = comparison();
+  const RunFile run = two_gpu_run();
+  HtmlReportInput in{"t", &c, {&run}, nullptr, ""};
+  const std::string html = render_html(in, "");
+  EXPECT_NE(html.find(kNoCharts), std::string::npos);
+  EXPECT_NE(html.find("(npm was not available at build time)"), std::string::npos);
+  EXPECT_EQ(count(html, "<canvas id="), 0u);
+  EXPECT_EQ(count(html, "class=\"chart\""), 0u);
+  EXPECT_EQ(body_attr(html, "data-charts-expected"), 0);
+  EXPECT_NE(html.find("class=\"comparison\""), std::string::npos);
+  EXPECT_TRUE(island(html)["charts"].empty());
+}
+
+TEST(Html, OneChartPerMetricWithData) {
+  const Comparison c = comparison();
+  HtmlReportInput in{"t", &c, {}, nullptr, ""};
+  const std::string html = render_html(in, kFakeLibrary);
+  EXPECT_EQ(html.find(kNoCharts), std::string::npos);
+  // Memory bandwidth and ResNet-50 have values; FP64 (invalid, missing) has none.
+  // Plus one "% of datasheet" chart.
+  EXPECT_EQ(count(html, "<figure class=\"chart\">"), 3u);
+  EXPECT_EQ(body_attr(html, "data-charts-expected"), 3);
+  const nlohmann::json charts = island(html)["charts"];
+  ASSERT_EQ(charts.size(), 3u);
+  EXPECT_EQ(charts[0]["title"], "Memory bandwidth (memory.bandwidth)");
+  EXPECT_EQ(charts[0]["bars"][0]["sublabel"], "measured");
+  EXPECT_EQ(charts[0]["bars"][1]["sublabel"], "datasheet");
+  EXPECT_EQ(charts[1]["title"], "ResNet-50 training (model.resnet50.train)");
+  EXPECT_EQ(charts[1]["bars"][0]["sublabel"], "missing");
+  EXPECT_TRUE(charts[1]["bars"][0]["value"].is_null());
+  EXPECT_EQ(charts[2]["unit"], "%");
+  ASSERT_EQ(charts[2]["bars"].size(), 1u);
+  EXPECT_DOUBLE_EQ(charts[2]["bars"][0]["value"].get<double>(), 88.5);
+  for (size_t i = 0; i < charts.size(); ++i)
+    EXPECT_NE(html.find("data-chart=\"" + std::to_string(i) + "\""), std::string::npos);
+}
+
+TEST(Html, SweepsAndRoofline) {
+  RunFile run = two_gpu_run();
+  for (int64_t kib : {4, 64, 1024}) {
+    // Numeric parameters change with the size and do not split a line; strings do.
+    for (std::string pattern : {"linear", "random"})
+      run.results.push_back(result("memory.sweep.read." + std::to_string(kib), 1e12 * kib, "B/s",
+                                   {{"bytes", kib * 1024}, {"grid", kib}, {"pattern", pattern}}));
+    run.results.push_back(result("memory.latency", 1e-9 * kib, "s", {{"size_bytes", kib * 1024}}));
+  }
+  Result bad = result("memory.sweep.read.8", 5, "B/s", {{"bytes", int64_t{8192}}});
+  bad.status = Status::kInvalid;  // never plotted
+  run.results.push_back(bad);
+  run.results.push_back(result("memory.hbm.copy", 4e12, "B/s", {{"bytes_per_array", int64_t{1}}}));
+  // As src/bench/roofline.cpp writes them: points with intensity and bytes, then a ridge.
+  for (double intensity : {0.5, 8.0, 512.0})
+    run.results.push_back(result("roofline.fp32", std::min(6e13, intensity * 4e12), "FLOP/s",
+                                 {{"intensity", intensity},
+                                  {"bytes", static_cast<int64_t>(1e9 / intensity)},
+                                  {"fma_per_element", static_cast<int64_t>(intensity)}}));
+  run.results.push_back(
+      result("roofline.fp32.ridge", 15, "FLOP/B", {{"peak_flops", 6e13}, {"bandwidth", 4e12}}));
+  // Without a ridge: the roof from the result's peak and peak_bandwidth.
+  for (double intensity : {1.0, 100.0}) {
+    Result r = result("roofline.bf16", std::min(6.7e14, intensity * 4.8e12), "FLOP/s",
+                      {{"intensity", intensity}, {"peak_bandwidth", 4.8e12}});
+    r.peak = Peak{6.7e14, "FLOP/s", "datasheet", "catalogue"};
+    run.results.push_back(r);
+  }
+  HtmlReportInput in{"t", nullptr, {&run}, nullptr, ""};
+  const std::string html = render_html(in, kFakeLibrary);
+  const nlohmann::json charts = island(html)["charts"];
+  ASSERT_EQ(charts.size(), 3u);
+  EXPECT_EQ(body_attr(html, "data-charts-expected"), 3);
+  EXPECT_EQ(charts[0]["title"], "Bandwidth vs size: memory.sweep.read");
+  EXPECT_EQ(charts[0]["x_unit"], "B");
+  EXPECT_FALSE(charts[0]["y_log"].get<bool>());
+  ASSERT_EQ(charts[0]["series"].size(), 2u);
+  EXPECT_EQ(charts[0]["series"][0]["label"], "H200 (pattern=linear)");
+  EXPECT_EQ(charts[0]["series"][1]["label"], "H200 (pattern=random)");
+  EXPECT_EQ(charts[0]["series"][0]["points"].size(), 3u);
+  EXPECT_EQ(charts[0]["series"][0]["points"][0][0], 4096);
+  EXPECT_EQ(charts[1]["title"], "Latency vs size: memory.latency");
+  EXPECT_TRUE(charts[1]["y_log"].get<bool>());
+  EXPECT_EQ(charts[1]["series"][0]["label"], "H200");
+  EXPECT_EQ(charts[2]["title"], "Roofline");
+  ASSERT_EQ(charts[2]["series"].size(), 4u);
+  EXPECT_EQ(charts[2]["series"][0]["label"], "H200 fp32");
+  EXPECT_EQ(charts[2]["series"][0]["points"].size(), 3u);
+  EXPECT_EQ(charts[2]["series"][1]["label"], "H200 bf16");
+  EXPECT_EQ(charts[2]["series"][2]["role"], "roof");
+  EXPECT_EQ(charts[2]["series"][2]["label"], "roof: H200 fp32");
+  // Roofs over 0.25 .. 1024 FLOP/B, with their knees at peak / bandwidth.
+  const auto& ridge_roof = charts[2]["series"][2]["points"];
+  ASSERT_EQ(ridge_roof.size(), 3u);
+  EXPECT_DOUBLE_EQ(ridge_roof[0][1].get<double>(), 0.25 * 4e12);
+  EXPECT_DOUBLE_EQ(ridge_roof[1][0].get<double>(), 15.0);
+  EXPECT_DOUBLE_EQ(ridge_roof[2][1].get<double>(), 6e13);
+  const auto& peak_roof = charts[2]["series"][3]["points"];
+  ASSERT_EQ(peak_roof.size(), 3u);
+  EXPECT_DOUBLE_EQ(peak_roof[1][0].get<double>(), 6.7e14 / 4.8e12);
+  EXPECT_DOUBLE_EQ(peak_roof[2][1].get<double>(), 6.7e14);
+  EXPECT_NE(html.find("<section id=\"sweeps\">"), std::string::npos);
+  EXPECT_NE(html.find("<section id=\"roofline\">"), std::string::npos);
+}
+
+TEST(Html, FingerprintPerGpu) {
+  RunFile a = two_gpu_run();
+  RunFile b = two_gpu_run();
+  b.system.gpus.resize(1);
+  b.system.gpus[0].pci_device_id = 0x233510DE;
+  b.system.gpus[0].ecc_enabled = true;
+  b.system.gpus[0].nvlinks = {{0, true, 4, std::nullopt}};
+  HtmlReportInput in{"t", nullptr, {&a, &b}, nullptr, ""};
+  const std::string html = render_html(in, "");
+  EXPECT_EQ(count(html, "<section class=\"fingerprint\""), 3u);
+  EXPECT_EQ(count(html, "<section class=\"run\""), 2u);
+  EXPECT_NE(html.find("id=\"run-1-gpu-1\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"run-2-gpu-0\""), std::string::npos);
+  EXPECT_NE(html.find("<th scope=\"row\">VBIOS</th><td>n/a</td>"), std::string::npos);
+  EXPECT_NE(
+      html.find("<th scope=\"row\">power limit, enforced / default (W)</th><td>n/a / n/a</td>"),
+      std::string::npos);
+  EXPECT_NE(html.find("<th scope=\"row\">SM clock, now / max (MHz)</th><td>1980 / n/a</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>0x233510DE</td>"), std::string::npos);
+  EXPECT_NE(html.find("<th scope=\"row\">ECC</th><td>yes</td>"), std::string::npos);
+  EXPECT_NE(html.find("link 0: active, NVLink 4, remote n/a"), std::string::npos);
+  EXPECT_NE(html.find("140 GiB (150109880320 B)"), std::string::npos);
+}
+
+TEST(Html, InvalidResultIsNoNumberInRunTable) {
+  RunFile run = two_gpu_run();
+  Result r = result("memory.hbm.copy", 1.234e12, "B/s", {});
+  r.status = Status::kInvalid;
+  r.status_reason = "checksum mismatch";
+  run.results.push_back(r);
+  HtmlReportInput in{"t", nullptr, {&run}, nullptr, ""};
+  const std::string html = render_html(in, "");
+  EXPECT_EQ(html.find("1.23 TB/s"), std::string::npos);
+  EXPECT_NE(html.find("invalid: checksum mismatch"), std::string::npos);
+}
+
+TEST(Html, ClaimsTable) {
+  std::vector<ClaimJudgement> claims(2);
+  claims[0].claim.gpu = "H200 96GB";
+  claims[0].claim.metric = "memory.capacity";
+  claims[0].claim.value = 96;
+  claims[0].claim.unit = "GB";
+  claims[0].claim.source = "vendor slide";
+  claims[0].claim.line = 3;
+  claims[0].verdict = ClaimVerdict::kContradicted;
+  claims[0].off_pct = -31.9;
+  claims[0].reference = 141e9;
+  claims[0].reference_unit = "B";
+  claims[0].reference_source = Source::kDatasheet;
+  claims[0].why = "H200 has 141 GB (datasheet)";
+  claims[1].claim.gpu = "H100";
+  claims[1].claim.metric = "fp8";
+  claims[1].claim.value = 4000;
+  claims[1].claim.unit = "TFLOPS";
+  HtmlReportInput in{"t", nullptr, {}, &claims, ""};
+  const std::string html = render_html(in, "");
+  EXPECT_NE(html.find("<section id=\"claims\">"), std::string::npos);
+  EXPECT_NE(html.find("verdict-contradicted\">contradicted</span>"), std::string::npos);
+  EXPECT_NE(html.find("-31.9 %"), std::string::npos);
+  EXPECT_NE(html.find("141 GB <span class=\"src src-datasheet\">datasheet</span>"),
+            std::string::npos);
+  EXPECT_NE(html.find("verdict-unverifiable\">unverifiable</span>"), std::string::npos);
+  EXPECT_NE(html.find("line 3"), std::string::npos);
+}
+
+TEST(Html, BuiltInLibraryMatchesAvailability) {
+  EXPECT_EQ(html_charts_available(), embedded_file("web/chart.umd.js").has_value());
+  ASSERT_TRUE(embedded_file("web/report.html").has_value());
+  ASSERT_TRUE(embedded_file("web/report.js").has_value());
+  ASSERT_TRUE(embedded_file("web/report.css").has_value());
+  const RunFile run = load_run_file(GPUVS_SOURCE_DIR "/data/reference/h200-sxm-run.json");
+  const Comparison c = comparison();
+  HtmlReportInput in{"H200", &c, {&run}, nullptr, "No GPU here: bundled H200 reference run"};
+  const std::string html = render_html(in);
+  EXPECT_EQ(html.find(kNoCharts) == std::string::npos, html_charts_available());
+  EXPECT_EQ(body_attr(html, "data-charts-expected") > 0, html_charts_available());
+  if (html_charts_available()) {
+    EXPECT_NE(html.find("Chart.js v4"), std::string::npos);
+    EXPECT_EQ(html.find("sourceMappingURL"), std::string::npos);
+  }
+  EXPECT_NE(html.find("GPU-16d21506-2e18-0481-34e3-09ceda98eb42"), std::string::npos);
+  EXPECT_NE(html.find("HBM copy<span class=\"sub\">memory.hbm.copy</span>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuvs

@@ -1,0 +1,172 @@
+// `gpuvs compare` as a user meets it: tables of run files and catalogue GPUs in every
+// format, the claims check and its exit codes, and one-line usage errors (exit 2).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_gpuvs(const std::string& args) {
+  const auto err_path = std::filesystem::temp_directory_path() /
+                        ("gpuvs_cli_compare_err_" + std::to_string(::getpid()) + ".txt");
+  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
+  Outcome o;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return o;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
+    o.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  o.err = ss.str();
+  std::filesystem::remove(err_path);
+  return o;
+}
+
+std::string source(const std::string& rel) {
+  return std::string(GPUVS_SOURCE_DIR) + "/" + rel;
+}
+
+const std::string kRun = source("data/reference/h200-sxm-run.json");
+const std::string kClaims = source("data/claims/a100-vs-h200-96gb-article.csv");
+
+std::filesystem::path temp_file(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gpuvs_cli_compare_" + std::to_string(::getpid()) + "_" + name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+void expect_one_line_usage_error(const Outcome& o, const std::string& says) {
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_TRUE(o.out.empty()) << o.out;
+  ASSERT_FALSE(o.err.empty());
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+  EXPECT_NE(o.err.find(says), std::string::npos) << o.err;
+}
+
+TEST(CliCompare, CatalogueEntriesSideBySide) {
+  const Outcome o = run_gpuvs("compare H200-SXM A100-SXM4-80GB");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("Memory bandwidth"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("4.80 TB/s (ds)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("vs H200-SXM"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("slower"), std::string::npos) << o.out;
+  EXPECT_TRUE(o.err.empty()) << o.err;
+}
+
+TEST(CliCompare, RunFileAgainstSpecAsJson) {
+  for (const std::string& flags : {std::string("--format json"), std::string("--json")}) {
+    const Outcome o = run_gpuvs("compare " + kRun + " A100 " + flags);
+    ASSERT_EQ(o.code, 0) << flags << ": " << o.err;
+    EXPECT_TRUE(o.err.empty()) << o.err;
+    const nlohmann::json doc = nlohmann::json::parse(o.out);  // nothing else on stdout
+    EXPECT_EQ(doc["schema"], "gpuvs.compare/1");
+    ASSERT_EQ(doc["columns"].size(), 2u);
+    EXPECT_TRUE(doc["columns"][0]["measured"].get<bool>());
+    EXPECT_EQ(doc["columns"][0]["catalogue_id"], "H200-SXM");
+    EXPECT_EQ(doc["columns"][1]["catalogue_id"], "A100-SXM4-80GB");
+    bool found = false;
+    for (const auto& row : doc["rows"]) {
+      if (row["metric"] != "memory.bandwidth") continue;
+      found = true;
+      EXPECT_EQ(row["cells"][0]["source"], "measured");
+      EXPECT_GT(row["cells"][0]["of_datasheet"].get<double>(), 0.8);
+      EXPECT_EQ(row["cells"][1]["verdict"], "slower");
+    }
+    EXPECT_TRUE(found);
+  }
+}
+
+TEST(CliCompare, MarkdownCsvAndBaseline) {
+  const Outcome md = run_gpuvs("compare H200-SXM A100-SXM4-80GB --format md");
+  EXPECT_EQ(md.code, 0);
+  EXPECT_EQ(md.out.rfind("| metric | H200-SXM | A100-SXM4-80GB | vs H200-SXM |", 0), 0u) << md.out;
+  const Outcome csv = run_gpuvs("compare H200-SXM A100-SXM4-80GB --format csv");
+  EXPECT_EQ(csv.code, 0);
+  EXPECT_EQ(csv.out.rfind("metric,name,unit,column,gpu,catalogue_id,source,value,", 0), 0u);
+  const Outcome b = run_gpuvs("compare H200-SXM A100-SXM4-80GB --baseline 2");
+  EXPECT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("vs A100-SXM4-80GB"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("faster"), std::string::npos) << b.out;
+  const Outcome named = run_gpuvs("compare H200-SXM A100-SXM4-80GB --baseline a100");
+  EXPECT_EQ(named.code, 0) << named.err;
+  EXPECT_EQ(named.out, b.out);
+}
+
+TEST(CliCompare, UsageErrors) {
+  expect_one_line_usage_error(run_gpuvs("compare H300"), "did you mean");
+  expect_one_line_usage_error(run_gpuvs("compare"), "--claims");
+  expect_one_line_usage_error(run_gpuvs("compare H200-SXM A100 --baseline 7"),
+                              "--baseline 7: no such column");
+  expect_one_line_usage_error(run_gpuvs("compare /nonexistent/run.json"), "/nonexistent/run.json");
+  const auto bad = temp_file("bad.json", "{\"schema\": \"gpuvs.run/1\", \"meta\": 3}");
+  expect_one_line_usage_error(run_gpuvs("compare " + bad.string()), bad.string());
+  std::filesystem::remove(bad);
+  EXPECT_EQ(run_gpuvs("compare H200-SXM --format xml").code, 2);
+}
+
+TEST(CliCompare, ClaimsCheckExitsZeroUnlessStrict) {
+  const Outcome o = run_gpuvs("compare --claims " + kClaims);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("no H200 has 96 GB; the H200 SXM has 141 GB (datasheet)"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("contradicted"), std::string::npos);
+  EXPECT_NE(o.out.find("14 claims:"), std::string::npos);
+  const Outcome strict = run_gpuvs("compare --strict --claims " + kClaims);
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.err.find("contradicted (--strict)"), std::string::npos) << strict.err;
+  const Outcome json = run_gpuvs("--json compare --claims " + kClaims);
+  EXPECT_EQ(json.code, 0);
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["schema"], "gpuvs.claims/1");
+  EXPECT_EQ(doc["claims"].size(), 14u);
+}
+
+TEST(CliCompare, ClaimsWithARunGiveBothTables) {
+  const Outcome o = run_gpuvs("compare " + kRun + " --claims " + kClaims + " --format json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc["comparison"]["schema"], "gpuvs.compare/1");
+  EXPECT_EQ(doc["claims"]["schema"], "gpuvs.claims/1");
+}
+
+TEST(CliCompare, MalformedClaimsFileIsOneLine) {
+  const auto bad = temp_file("claims.csv", "gpu,metric,value,unit\nH200,fp16,lots,TFLOPS\n");
+  expect_one_line_usage_error(run_gpuvs("compare --claims " + bad.string()), bad.string() + ":2:");
+  std::filesystem::remove(bad);
+}
+
+TEST(CliCompare, OutWritesEveryFormat) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gpuvs_cli_compare_out_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const Outcome o =
+      run_gpuvs("compare H200-SXM A100 --claims " + kClaims + " -q --out " + dir.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+  for (const char* f :
+       {"compare.md", "compare.csv", "compare.json", "claims.md", "claims.csv", "claims.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

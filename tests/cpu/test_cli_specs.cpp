@@ -1,0 +1,176 @@
+// `gpuvs specs` as a user meets it: the real binary's tables, JSON and exit codes.
+// Built into test_cli (GPUVS_BIN names the binary).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct SpecsRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+SpecsRun gpuvs_specs(const std::string& args) {
+  const auto err_path = std::filesystem::temp_directory_path() /
+                        ("gpuvs_cli_specs_err_" + std::to_string(::getpid()) + ".txt");
+  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
+  SpecsRun r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
+    r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  r.err = ss.str();
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The table row of a metric, e.g. "FP16 tensor (dense)   312 TFLOP/s   989 TFLOP/s ...".
+std::string row(const std::string& out, const std::string& metric_name) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(metric_name + " ", 0) == 0) return line;
+  return {};
+}
+
+TEST(CliSpecs, DiffShowsTheDoneWhenFigures) {
+  const SpecsRun r = gpuvs_specs("specs diff A100-SXM4-80GB H200-SXM");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const std::string fp16 = row(r.out, "FP16 tensor (dense)");
+  EXPECT_TRUE(has(fp16, "312 TFLOP/s")) << fp16;
+  EXPECT_TRUE(has(fp16, "989 TFLOP/s")) << fp16;
+  EXPECT_TRUE(has(fp16, "3.17x")) << fp16;
+  EXPECT_TRUE(has(fp16, "+217 %")) << fp16;
+  const std::string bw = row(r.out, "Memory bandwidth");
+  EXPECT_TRUE(has(bw, "2.039 TB/s")) << bw;
+  EXPECT_TRUE(has(bw, "4.80 TB/s")) << bw;
+  const std::string mem = row(r.out, "Memory size");
+  EXPECT_TRUE(has(mem, "80.0 GB")) << mem;
+  EXPECT_TRUE(has(mem, "141 GB")) << mem;
+  // FP8: the A100 has none; no ratio is made up from it.
+  const std::string fp8 = row(r.out, "FP8 tensor (dense)");
+  EXPECT_TRUE(has(fp8, "none")) << fp8;
+  EXPECT_FALSE(has(fp8, "x ")) << fp8;
+  EXPECT_FALSE(has(fp8, "%")) << fp8;
+  EXPECT_TRUE(has(r.out, "Sources:"));
+  EXPECT_TRUE(has(r.out, "https://www.nvidia.com/en-us/data-center/h200/"));
+}
+
+TEST(CliSpecs, DiffJsonHasRawValuesAndMissingAsNull) {
+  const SpecsRun r = gpuvs_specs("--json specs diff A100 H200");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["a"], "A100-SXM4-80GB");
+  EXPECT_EQ(j["b"], "H200-SXM");
+  bool seen_fp16 = false;
+  bool seen_fp8 = false;
+  for (const auto& row : j["rows"]) {
+    if (row["metric"] == "compute.fp16") {
+      seen_fp16 = true;
+      EXPECT_DOUBLE_EQ(row["a"]["value"].get<double>(), 312e12);
+      EXPECT_DOUBLE_EQ(row["b"]["value"].get<double>(), 989e12);
+      EXPECT_NEAR(row["ratio"].get<double>(), 989.0 / 312.0, 1e-12);
+    }
+    if (row["metric"] == "compute.fp8") {
+      seen_fp8 = true;
+      EXPECT_TRUE(row["a"]["value"].is_null());
+      EXPECT_EQ(row["a"]["status"], "none");
+      EXPECT_TRUE(row["ratio"].is_null());
+    }
+  }
+  EXPECT_TRUE(seen_fp16);
+  EXPECT_TRUE(seen_fp8);
+}
+
+TEST(CliSpecs, UnknownNameIsExit2WithSuggestions) {
+  const SpecsRun r = gpuvs_specs("specs show H300");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_EQ(r.err.rfind("gpuvs: unknown GPU", 0), 0u) << r.err;
+  EXPECT_TRUE(has(r.err, "H300")) << r.err;
+  EXPECT_TRUE(has(r.err, "did you mean: ")) << r.err;
+  EXPECT_TRUE(has(r.err, "H200-SXM")) << r.err;
+  EXPECT_EQ(gpuvs_specs("specs diff A100 H300").code, 2);
+}
+
+TEST(CliSpecs, ListShowsEveryGpu) {
+  const SpecsRun r = gpuvs_specs("specs list");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* id : {"V100-SXM2-32GB", "A100-PCIe-40GB", "A100-SXM4-80GB", "H100-SXM",
+                         "H100-NVL", "H200-SXM", "H200-NVL", "GH200-96GB", "B200", "L40S", "L4"})
+    EXPECT_TRUE(has(r.out, id)) << id;
+  const SpecsRun j = gpuvs_specs("specs list --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_GE(nlohmann::json::parse(j.out)["gpus"].size(), 15u);
+}
+
+TEST(CliSpecs, ShowGivesFiguresSourcesAndPublishedResults) {
+  const SpecsRun r = gpuvs_specs("specs show a100");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "A100-SXM4-80GB"));
+  EXPECT_TRUE(has(r.out, "NVIDIA A100-SXM4-80GB")) << "driver name";
+  EXPECT_TRUE(has(r.out, "0x20b2")) << "PCI device id";
+  EXPECT_TRUE(has(r.out, "datasheet: https://"));
+  EXPECT_TRUE(has(row(r.out, "FP16 tensor (dense)"), "312 TFLOP/s"));
+  EXPECT_TRUE(has(r.out, "Not in this GPU: FP8 tensor (dense)"));
+  EXPECT_TRUE(has(r.out, "Published results"));
+  EXPECT_TRUE(has(r.out, "DeepLearningExamples"));
+  const SpecsRun j = gpuvs_specs("--json specs show H200");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["id"], "H200-SXM");
+  EXPECT_FALSE(doc["published"].empty());
+}
+
+TEST(CliSpecs, CatalogueFileReplacesTheBuiltinOne) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto good = dir / ("gpuvs_specs_good_" + std::to_string(::getpid()) + ".json");
+  const auto bad = dir / ("gpuvs_specs_bad_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(good) << R"({"schema": "gpuvs.catalogue/1", "gpus": [
+    {"id": "MY-GPU", "name": "My GPU", "architecture": "Test", "form_factor": "PCIe",
+     "memory_type": "HBM3", "source": "https://example.com/my-gpu",
+     "figures": {"memory.size": {"value": 1, "unit": "TB"}}}]})";
+  std::ofstream(bad) << R"({"schema": "gpuvs.catalogue/1", "gpus": [{"id": 7}]})";
+  const SpecsRun r = gpuvs_specs("specs show my-gpu --catalogue " + good.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "1.00 TB")) << r.out;
+  const SpecsRun b = gpuvs_specs("specs list --catalogue " + bad.string());
+  EXPECT_EQ(b.code, 2);
+  EXPECT_TRUE(has(b.err, bad.string() + ": gpus[0].id: expected a string")) << b.err;
+  EXPECT_EQ(gpuvs_specs("specs list --catalogue /nonexistent/catalogue.json").code, 2);
+  std::filesystem::remove(good);
+  std::filesystem::remove(bad);
+}
+
+TEST(CliSpecs, MissingArgumentsAreUsageErrors) {
+  EXPECT_EQ(gpuvs_specs("specs").code, 2);
+  EXPECT_EQ(gpuvs_specs("specs show").code, 2);
+  EXPECT_EQ(gpuvs_specs("specs diff A100").code, 2);
+  EXPECT_EQ(gpuvs_specs("specs frobnicate").code, 2);
+}
+
+}  // namespace

@@ -15,6 +15,7 @@ reqs=(
   "hdr:/usr/include/nlohmann/json.hpp:nlohmann-json3-dev"
   "hdr:/usr/include/fmt/format.h:libfmt-dev"
   "hdr:/usr/include/gtest/gtest.h:libgtest-dev"
+  "hdr:/usr/include/toml++/toml.h:libtomlplusplus-dev"
 )
 if [ "$need" = test ]; then
   reqs+=("cmd:clang++:clang" "cmd:clang-format:clang-format"

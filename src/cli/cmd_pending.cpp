@@ -15,9 +15,8 @@ struct Pending {
   const char* summary;
 };
 
-constexpr std::array<Pending, 4> kPending = {{
+constexpr std::array<Pending, 3> kPending = {{
     {"model", "End-to-end ResNet-50 / BERT-large throughput (train or infer)"},
-    {"advise", "Which GPU, how many, how long, what cost, for a model and a budget"},
     {"tune", "Per-device auto-tuning, cached"},
     {"monitor", "SM, tensor, memory, power and clock timelines while a command runs"},
 }};

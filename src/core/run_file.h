@@ -172,6 +172,11 @@ struct Result {
   std::optional<Timing> timing;
   std::optional<Peak> peak;
   std::optional<double> efficiency;  // value / peak.value, fraction
+  // The peak at the clock the GPU ran while measured (SMs x per-SM rate x median SM
+  // MHz), in `unit`; and value / peak_at_clock, a fraction. Separates throttling
+  // (a low clock) from code that does not reach the hardware's rate.
+  std::optional<double> peak_at_clock;
+  std::optional<double> efficiency_at_clock;
   Status status = Status::kOk;
   std::string status_reason;  // why not ok; empty when ok
   std::string validation;     // what was checked and what it found

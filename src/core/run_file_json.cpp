@@ -139,6 +139,8 @@ ojson to_json(const Result& r) {
                {"timing", std::move(timing)},
                {"peak", std::move(peak)},
                {"efficiency", opt(r.efficiency)},
+               {"peak_at_clock", opt(r.peak_at_clock)},
+               {"efficiency_at_clock", opt(r.efficiency_at_clock)},
                {"status", to_string(r.status)},
                {"status_reason", r.status_reason},
                {"validation", r.validation},
@@ -535,6 +537,11 @@ Result read_result(const Obj& o, std::size_t gpu_count) {
   if (auto p = o.opt_obj("peak")) r.peak = read_peak(*p);
   r.efficiency = o.opt<double>("efficiency");
   if (r.efficiency) require_at_least(o, "efficiency", *r.efficiency, 0.0);
+  r.peak_at_clock = o.opt<double>("peak_at_clock");
+  if (r.peak_at_clock) require_at_least(o, "peak_at_clock", *r.peak_at_clock, 0.0);
+  r.efficiency_at_clock = o.opt<double>("efficiency_at_clock");
+  if (r.efficiency_at_clock)
+    require_at_least(o, "efficiency_at_clock", *r.efficiency_at_clock, 0.0);
   const auto status_text = o.req<std::string>("status");
   const std::optional<Status> status = status_from_string(status_text);
   if (!status) {

@@ -111,6 +111,8 @@ RunFile full_run() {
   r.timing = Timing{20, 3, true, "noise", 1.84};
   r.peak = Peak{4.8e12, "B/s", "datasheet", "https://www.nvidia.com/en-us/data-center/h200/"};
   r.efficiency = 4.213 / 4.8;
+  r.peak_at_clock = 4.3e12;
+  r.efficiency_at_clock = 4.213 / 4.3;
   r.status = Status::kInvalid;
   r.status_reason = "checksum mismatch";
   r.validation = "destination equals source";
@@ -172,7 +174,8 @@ TEST(RunFileRoundTrip, EmptyOptionalsAreNullAndReadBackEmpty) {
        {"\"logical_cores\": null", "\"memory_bytes\": null", "\"driver_version\": null",
         "\"nccl_version\": null", "\"pci_device_id\": null", "\"sm_clock_mhz\": null",
         "\"vbios_version\": null", "\"timing\": null", "\"peak\": null", "\"efficiency\": null",
-        "\"clocks\": null", "\"bytes_per_iteration\": null", "\"flops_per_iteration\": null"}) {
+        "\"clocks\": null", "\"bytes_per_iteration\": null", "\"flops_per_iteration\": null",
+        "\"peak_at_clock\": null", "\"efficiency_at_clock\": null"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key;
   }
   const RunFile back = round_trip(run);
@@ -180,6 +183,47 @@ TEST(RunFileRoundTrip, EmptyOptionalsAreNullAndReadBackEmpty) {
   EXPECT_FALSE(back.system.gpus[0].pci_device_id.has_value());
   EXPECT_FALSE(back.results[0].timing.has_value());
   EXPECT_FALSE(back.results[0].clocks.has_value());
+}
+
+TEST(RunFileRoundTrip, PeakAtClockFields) {
+  // The peak at the measured clock and the efficiency against it: written after
+  // `efficiency`, null when absent, read back exactly, refused when negative.
+  RunFile run = sparse_run();
+  Result& r = run.results[0];
+  r.unit = "FLOP/s";
+  r.value = 7.5e14;
+  r.peak_at_clock = 132.0 * 4096 * 1590 * 1e6;
+  r.efficiency_at_clock = r.value / *r.peak_at_clock;
+  const std::string text = to_json_text(run);
+  const auto pos = [&](const char* key) { return text.find(std::string("\"") + key + "\":"); };
+  EXPECT_LT(pos("efficiency"), pos("peak_at_clock"));
+  EXPECT_LT(pos("peak_at_clock"), pos("efficiency_at_clock"));
+  EXPECT_LT(pos("efficiency_at_clock"), pos("status"));
+  const RunFile back = round_trip(run);
+  EXPECT_EQ(back, run);
+  ASSERT_TRUE(back.results[0].peak_at_clock.has_value());
+  EXPECT_EQ(*back.results[0].peak_at_clock, 132.0 * 4096 * 1590 * 1e6);
+  EXPECT_EQ(*back.results[0].efficiency_at_clock, r.value / *r.peak_at_clock);
+
+  // Zero is a valid value (nothing measured at a known clock), not a missing one.
+  r.peak_at_clock = 0.0;
+  r.efficiency_at_clock = 0.0;
+  EXPECT_EQ(round_trip(run).results[0].peak_at_clock, 0.0);
+
+  for (const char* key : {"peak_at_clock", "efficiency_at_clock"}) {
+    RunFile bad = sparse_run();
+    std::string t = to_json_text(bad);
+    const std::string from = std::string("\"") + key + "\": null";
+    ASSERT_NE(t.find(from), std::string::npos) << key;
+    t.replace(t.find(from), from.size(), std::string("\"") + key + "\": -0.25");
+    try {
+      parse_run_file(t, "neg.json");
+      ADD_FAILURE() << key << ": a negative value was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("neg.json: results[0].") + key + ": must be >= 0, got -0.25");
+    }
+  }
 }
 
 TEST(RunFileRoundTrip, EveryStatusValue) {

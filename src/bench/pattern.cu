@@ -9,14 +9,6 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// The value every 32-bit word i holds: distinct neighbours, no period shorter than
-// 2^32, never equal to its own poison (~pattern).
-__device__ inline uint32_t pattern(uint64_t i) {
-  uint64_t x = i * 0x9E3779B97F4A7C15ull;
-  x ^= x >> 29;
-  return static_cast<uint32_t>(x) ^ static_cast<uint32_t>(x >> 32);
-}
-
 int grid_for(size_t words) {
   int device = 0, sms = 0;
   GPUVS_CUDA_CHECK(cudaGetDevice(&device));
@@ -29,7 +21,7 @@ int grid_for(size_t words) {
 __global__ void fill_kernel(uint32_t* __restrict__ words, size_t n_words, bool poison) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n_words;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const uint32_t p = pattern(i);
+    const uint32_t p = pattern_word(i);
     words[i] = poison ? ~p : p;
   }
 }
@@ -40,7 +32,7 @@ __global__ void check_kernel(const uint32_t* __restrict__ words, size_t n_words,
   unsigned long long local = 0;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n_words;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    if (words[i] != pattern(i)) {
+    if (words[i] != pattern_word(i)) {
       ++local;
       atomicMin(&counters[1], static_cast<unsigned long long>(i));
     }
@@ -57,11 +49,12 @@ void fill_pattern(void* buffer, size_t bytes, bool poison, cudaStream_t stream) 
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
-PatternCheck check_pattern(const void* buffer, size_t bytes, cudaStream_t stream) {
+PatternCheck check_pattern(const void* buffer, size_t bytes, cudaStream_t stream,
+                           unsigned long long* scratch) {
   PatternCheck result;
   result.words = bytes / sizeof(uint32_t);
-  DeviceBuffer counters(2 * sizeof(unsigned long long));
-  auto* c = counters.as<unsigned long long>();
+  DeviceBuffer counters(scratch ? 0 : 2 * sizeof(unsigned long long));
+  auto* c = scratch ? scratch : counters.as<unsigned long long>();
   GPUVS_CUDA_CHECK(cudaMemsetAsync(c, 0, sizeof(unsigned long long), stream));
   GPUVS_CUDA_CHECK(cudaMemsetAsync(c + 1, 0xFF, sizeof(unsigned long long), stream));
   check_kernel<<<grid_for(result.words), kBlock, 0, stream>>>(static_cast<const uint32_t*>(buffer),
@@ -72,6 +65,26 @@ PatternCheck check_pattern(const void* buffer, size_t bytes, cudaStream_t stream
   GPUVS_CUDA_CHECK(cudaStreamSynchronize(stream));
   result.mismatches = host[0];
   result.first_bad = host[1];
+  return result;
+}
+
+void fill_pattern_host(void* buffer, size_t bytes, bool poison) {
+  auto* words = static_cast<uint32_t*>(buffer);
+  const uint32_t flip = poison ? ~0u : 0u;
+  for (size_t i = 0, n = bytes / sizeof(uint32_t); i < n; ++i)
+    words[i] = pattern_word(i) ^ flip;
+}
+
+PatternCheck check_pattern_host(const void* buffer, size_t bytes) {
+  PatternCheck result;
+  result.words = bytes / sizeof(uint32_t);
+  const auto* words = static_cast<const uint32_t*>(buffer);
+  for (size_t i = 0; i < result.words; ++i) {
+    if (words[i] != pattern_word(i)) {
+      if (result.mismatches == 0) result.first_bad = i;
+      ++result.mismatches;
+    }
+  }
   return result;
 }
 

@@ -11,9 +11,34 @@ namespace gpuvs {
 
 namespace {
 
-const std::array<BenchmarkInfo, 1> kBenchmarks = {{
-    {"memory.hbm", "memory", "HBM copy bandwidth (vectorised 16-byte copy, read + write bytes)",
-     true, run_hbm_copy},
+const std::array<BenchmarkInfo, 10> kBenchmarks = {{
+    {"memory.hbm", "memory",
+     "HBM read, write, copy, scale, add, triad, dot (launch shape tuned per device)", true,
+     run_hbm},
+    {"memory.cache", "memory", "L2 and shared-memory bandwidth; read bandwidth vs working set",
+     true, run_cache},
+    {"memory.latency", "memory", "Load latency by pointer chasing, 4 KiB to 4 GiB working sets",
+     true, run_latency},
+    {"memory.capacity", "memory", "Largest single allocation and total allocatable memory", true,
+     run_capacity},
+    {"compute.fma", "compute",
+     "CUDA-core peaks: FP64, FP32, FP16x2, BF16x2 FMA and INT32 IMAD chains on every SM", true,
+     run_compute_fma},
+    {"compute.gemm", "compute",
+     "cuBLASLt GEMM, 8192^3 (burst, sustained) and best shape: FP64 to FP8, INT8", true,
+     run_compute_gemm},
+    {"compute.roofline", "compute",
+     "Roofline sweeps (FP32, FP16x2, BF16x2 streaming; BF16 GEMM) and measured ridge points", false,
+     run_compute_roofline},
+    {"host.link", "host",
+     "Host link: to/from device and both ways; pageable, pinned, zero-copy; vs size", true,
+     run_host_link},
+    {"peer.link", "peer",
+     "Peer links per GPU pair: copy engine and SM copies, one and both ways, latency, path", true,
+     run_peer, BenchScope::kAllDevices},
+    {"launch.overhead", "launch",
+     "Kernel launch latency and rate, graph replay per node, graph vs stream speed-up", true,
+     run_launch},
 }};
 
 }  // namespace

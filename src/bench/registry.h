@@ -16,18 +16,24 @@ namespace gpuvs {
 
 struct BenchContext {
   const SystemInfo& system;
-  int device = 0;  // CUDA ordinal, index into system.gpus
+  int device = 0;  // CUDA ordinal, index into system.gpus (the first of `devices`)
   MeasureOptions options;
   bool quick = false;  // `gpuvs run`'s short pass: smaller sweeps, same kernels
   WallClock& clock;
+  std::vector<int> devices;  // every GPU selected for the session (peer, collectives)
 };
 
+// How often the session calls a benchmark: once per selected GPU, or once for the
+// whole selection (peer links, collectives: they need every GPU at once).
+enum class BenchScope { kPerDevice, kAllDevices };
+
 struct BenchmarkInfo {
-  std::string_view name;                                  // "memory.hbm"
-  std::string_view group;                                 // "memory"
-  std::string_view summary;                               // one line for `gpuvs bench --list`
-  bool in_run;                                            // part of `gpuvs run`'s standard suite
-  std::function<std::vector<Result>(BenchContext&)> run;  // one GPU per call
+  std::string_view name;     // "memory.hbm"
+  std::string_view group;    // "memory"
+  std::string_view summary;  // one line for `gpuvs bench --list`
+  bool in_run;               // part of `gpuvs run`'s standard suite
+  std::function<std::vector<Result>(BenchContext&)> run;
+  BenchScope scope = BenchScope::kPerDevice;
 };
 
 std::span<const BenchmarkInfo> benchmarks();
@@ -40,6 +46,15 @@ std::vector<const BenchmarkInfo*> select_benchmarks(std::span<const std::string>
 std::vector<const BenchmarkInfo*> run_suite();
 
 // Entry points of the benchmark files.
-std::vector<Result> run_hbm_copy(BenchContext& ctx);
+std::vector<Result> run_hbm(BenchContext& ctx);               // hbm_stream.cpp
+std::vector<Result> run_cache(BenchContext& ctx);             // cache.cpp
+std::vector<Result> run_latency(BenchContext& ctx);           // latency.cpp
+std::vector<Result> run_capacity(BenchContext& ctx);          // capacity.cpp
+std::vector<Result> run_host_link(BenchContext& ctx);         // host_link.cpp
+std::vector<Result> run_peer(BenchContext& ctx);              // peer.cpp (every selected GPU)
+std::vector<Result> run_launch(BenchContext& ctx);            // launch.cpp
+std::vector<Result> run_compute_fma(BenchContext& ctx);       // compute_fma.cpp
+std::vector<Result> run_compute_gemm(BenchContext& ctx);      // compute_gemm.cpp
+std::vector<Result> run_compute_roofline(BenchContext& ctx);  // roofline.cpp
 
 }  // namespace gpuvs

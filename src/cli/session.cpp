@@ -33,24 +33,40 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   const auto path = run_file_path(global, options.command, run.meta);
   save_run_file(run, path);  // the file exists from the start, complete at every step
 
-  Progress progress(global);
-  const size_t total = options.benchmarks.size() * devices.size();
-  size_t step = 0;
+  // One step per (benchmark, GPU), or per benchmark for those that need every GPU.
+  struct Step {
+    const BenchmarkInfo* bench;
+    int device;  // -1: all selected GPUs
+  };
+  std::vector<Step> steps;
   for (const BenchmarkInfo* bench : options.benchmarks) {
-    for (int device : devices) {
-      ++step;
-      progress.step(fmt::format("[{}/{}] {} on GPU {} ({})", step, total, bench->name, device,
-                                short_gpu_name(run.system.gpus[device].name)));
-      BenchContext ctx{run.system, device, options.measure, options.quick, steady_wall_clock()};
-      try {
-        for (Result& r : bench->run(ctx))
-          run.results.push_back(std::move(r));
-      } catch (const Error& e) {
-        run.errors.push_back({fmt::format("bench {} on GPU {}", bench->name, device), e.what()});
-      }
-      run.meta.finished_at = utc_now_iso8601();
-      save_run_file(run, path);
+    if (bench->scope == BenchScope::kAllDevices) {
+      steps.push_back({bench, -1});
+    } else {
+      for (int device : devices)
+        steps.push_back({bench, device});
     }
+  }
+
+  Progress progress(global);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    const std::string where =
+        s.device < 0
+            ? fmt::format("{} GPU(s)", devices.size())
+            : fmt::format("GPU {} ({})", s.device, short_gpu_name(run.system.gpus[s.device].name));
+    progress.step(fmt::format("[{}/{}] {} on {}", i + 1, steps.size(), s.bench->name, where));
+    BenchContext ctx{run.system,          s.device < 0 ? devices.front() : s.device,
+                     options.measure,     options.quick,
+                     steady_wall_clock(), devices};
+    try {
+      for (Result& r : s.bench->run(ctx))
+        run.results.push_back(std::move(r));
+    } catch (const Error& e) {
+      run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
+    }
+    run.meta.finished_at = utc_now_iso8601();
+    save_run_file(run, path);
   }
   progress.done();
 

@@ -34,6 +34,20 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) cudaFree(ptr_);
 }
 
+std::optional<DeviceBuffer> DeviceBuffer::try_allocate(size_t bytes) {
+  void* ptr = nullptr;
+  const cudaError_t err = cudaMalloc(&ptr, bytes);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  GPUVS_CUDA_CHECK(err);
+  DeviceBuffer b;
+  b.ptr_ = ptr;
+  b.bytes_ = bytes;
+  return b;
+}
+
 Stream::Stream() {
   GPUVS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -48,6 +62,10 @@ void Stream::synchronize() const {
 
 Event::Event() {
   GPUVS_CUDA_CHECK(cudaEventCreate(&event_));
+}
+
+Event::Event(unsigned flags) {
+  GPUVS_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
 }
 
 Event::~Event() {
@@ -75,6 +93,94 @@ std::pair<size_t, size_t> device_memory_info() {
     return {0, 0};
   }
   return {free_b, total_b};
+}
+
+}  // namespace gpuvs
+
+namespace gpuvs {
+
+PinnedHostBuffer::PinnedHostBuffer(size_t bytes, bool mapped) : bytes_(bytes), mapped_(mapped) {
+  if (bytes == 0) return;
+  const unsigned flags = cudaHostAllocPortable | (mapped ? cudaHostAllocMapped : 0u);
+  const cudaError_t err = cudaHostAlloc(&ptr_, bytes, flags);
+  if (err != cudaSuccess) {
+    ptr_ = nullptr;
+    cudaGetLastError();
+    throw Error(fmt::format("cannot allocate {} of pinned host memory ({})",
+                            format_bytes_binary(static_cast<int64_t>(bytes)),
+                            cudaGetErrorString(err)));
+  }
+}
+
+PinnedHostBuffer::~PinnedHostBuffer() {
+  if (ptr_) cudaFreeHost(ptr_);
+}
+
+void* PinnedHostBuffer::device_pointer() const {
+  if (!mapped_) throw Error("pinned host buffer is not mapped into the device address space");
+  void* device_ptr = nullptr;
+  GPUVS_CUDA_CHECK(cudaHostGetDevicePointer(&device_ptr, ptr_, 0));
+  return device_ptr;
+}
+
+bool can_access_peer(int device, int peer) {
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return can != 0;
+}
+
+PeerAccessScope::PeerAccessScope(int device, int peer) : device_(device), peer_(peer) {
+  DeviceScope scope(device);
+  const cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);
+  if (err == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // someone else enabled it: leave it as found
+    return;
+  }
+  GPUVS_CUDA_CHECK(err);
+  enabled_here_ = true;
+}
+
+PeerAccessScope::~PeerAccessScope() {
+  if (!enabled_here_) return;
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  cudaSetDevice(device_);
+  cudaDeviceDisablePeerAccess(peer_);
+  cudaGetLastError();
+  cudaSetDevice(previous);
+}
+
+GraphExec::GraphExec(cudaStream_t stream, const std::function<void(cudaStream_t)>& enqueue) {
+  GPUVS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue(stream);
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    cudaGetLastError();
+    throw;
+  }
+  GPUVS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+  cudaError_t err = cudaGraphGetNodes(graph_, nullptr, &nodes_);
+  if (err == cudaSuccess) err = cudaGraphInstantiate(&exec_, graph_, 0);
+  if (err != cudaSuccess) {
+    cudaGraphDestroy(graph_);
+    graph_ = nullptr;
+    GPUVS_CUDA_CHECK(err);
+  }
+}
+
+GraphExec::~GraphExec() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+}
+
+void GraphExec::launch(cudaStream_t stream) const {
+  GPUVS_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
 }
 
 }  // namespace gpuvs

@@ -6,6 +6,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <utility>
 
 namespace gpuvs {
@@ -29,6 +31,9 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes);
   ~DeviceBuffer();
+  // nullopt where cudaMalloc reports out-of-memory (the error is cleared); other
+  // errors throw. For probing how much memory can be had (memory.capacity).
+  static std::optional<DeviceBuffer> try_allocate(size_t bytes);
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     DeviceBuffer(std::move(other)).swap(*this);
@@ -69,6 +74,8 @@ class Stream {
 class Event {
  public:
   Event();
+  // cudaEventCreateWithFlags, e.g. cudaEventDisableTiming for fork/join events.
+  explicit Event(unsigned flags);
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -84,5 +91,76 @@ class Event {
 
 // Free and total device memory of the current device, in bytes.
 std::pair<size_t, size_t> device_memory_info();
+
+// Page-locked host memory from cudaHostAlloc, portable (pinned for every device).
+// With `mapped`, kernels reach it through device_pointer(): zero-copy access over the
+// host link. Never managed memory.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  PinnedHostBuffer(size_t bytes, bool mapped);
+  ~PinnedHostBuffer();
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept { swap(other); }
+  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept {
+    PinnedHostBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+  // The address kernels use for a mapped buffer; throws when not mapped.
+  void* device_pointer() const;
+
+ private:
+  void swap(PinnedHostBuffer& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(mapped_, o.mapped_);
+  }
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  bool mapped_ = false;
+};
+
+// Whether `device` can address `peer`'s memory directly (NVLink or PCIe P2P).
+bool can_access_peer(int device, int peer);
+
+// Lets `device` access `peer`'s memory for the scope (cudaDeviceEnablePeerAccess);
+// disables it again only if this scope enabled it. Throws when the pair cannot.
+class PeerAccessScope {
+ public:
+  PeerAccessScope(int device, int peer);
+  ~PeerAccessScope();
+  PeerAccessScope(const PeerAccessScope&) = delete;
+  PeerAccessScope& operator=(const PeerAccessScope&) = delete;
+
+ private:
+  int device_ = 0;
+  int peer_ = 0;
+  bool enabled_here_ = false;
+};
+
+// An instantiated CUDA graph, captured from the work `enqueue` puts on `stream`
+// (which must not be the legacy default stream).
+class GraphExec {
+ public:
+  GraphExec(cudaStream_t stream, const std::function<void(cudaStream_t)>& enqueue);
+  ~GraphExec();
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  void launch(cudaStream_t stream) const;
+  size_t nodes() const { return nodes_; }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  size_t nodes_ = 0;
+};
 
 }  // namespace gpuvs

@@ -1,0 +1,565 @@
+#include "advise/advisor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace gpuvs::advise {
+
+namespace {
+
+std::vector<int> candidate_counts(int max) {
+  std::vector<int> out;
+  for (int n : {1, 2, 4, 8})
+    if (n <= max) out.push_back(n);
+  for (int n = 16; n <= max; n += 8)
+    out.push_back(n);
+  return out;
+}
+
+std::string money(double v, const std::string& currency) {
+  if (v >= 1e6) return fmt::format("{:.3g}M {}", v / 1e6, currency);
+  if (v >= 1e4) return fmt::format("{:.0f}k {}", v / 1e3, currency);
+  if (v >= 100) return fmt::format("{:.0f} {}", v, currency);
+  return fmt::format("{:.2f} {}", v, currency);
+}
+
+double figure(const GpuSpec& g, const char* metric) {
+  const auto it = g.figures.find(metric);
+  return it == g.figures.end() ? 0 : it->second.value;
+}
+
+struct Fit {
+  std::vector<Layout> fitting;  // every tensor-parallel degree that holds the model
+  Layout closest;               // the smallest footprint when none does
+  double closest_total = std::numeric_limits<double>::infinity();
+  bool ok() const { return !fitting.empty(); }
+};
+
+Fit fit_training(const Request& r, int n, const std::vector<int>& tps, double capacity,
+                 int64_t max_dp) {
+  Fit f;
+  for (int tp : tps) {
+    if (n % tp != 0 || n / tp > max_dp) continue;
+    const Layout layout{tp, n / tp};
+    const double total = training_memory(r.model, r.train, layout, false).total();
+    if (total <= capacity) f.fitting.push_back(layout);
+    if (total < f.closest_total) {
+      f.closest = layout;
+      f.closest_total = total;
+    }
+  }
+  return f;
+}
+
+// Of the layouts that fit, the fastest: a larger tensor-parallel degree costs
+// all-reduces inside the node but divides the data-parallel traffic between nodes.
+std::pair<TrainingTime, Layout> fastest(const Request& r, const Fit& fit, const TrainingJob& job,
+                                        const ComputeRate& rate, const Bandwidth& link) {
+  std::pair<TrainingTime, Layout> best;
+  best.first.total_s = std::numeric_limits<double>::infinity();
+  for (const Layout& layout : fit.fitting) {
+    TrainingTime t = training_time(r.model, r.train, layout, job, rate, link, r.assumptions);
+    if (t.total_s < best.first.total_s) best = {std::move(t), layout};
+  }
+  return best;
+}
+
+void fill_defaults(Request& r, Advice& a) {
+  const Model& m = r.model;
+  const bool cnn = m.kind == ModelKind::kCnn;
+  r.assumptions.mfu = r.mfu.value_or(cnn ? kDefaultMfuCnn : kDefaultMfuTransformer);
+  if (r.mode == Mode::kInfer) {
+    if (cnn)
+      throw UsageError(
+          "advise infer models a transformer's weights and KV cache; for CNN inference see the "
+          "published figures of `gpuvs compare` or `gpuvs specs show`");
+    if (r.max_days) throw UsageError("--max-days applies to training");
+    if (r.tokens || r.samples) throw UsageError("--tokens/--samples apply to training");
+    r.infer.context = r.context.value_or(m.shape.seq);
+    return;
+  }
+  if (r.context) throw UsageError("--context applies to inference (advise infer)");
+  if (cnn && r.train.recompute != Recompute::kNone)
+    throw UsageError("--recompute applies to transformers");
+  if (cnn && r.tp && *r.tp != 1) throw UsageError("--tp applies to transformers");
+  if (!cnn && r.samples) throw UsageError("--samples is for CNNs; give a transformer --tokens");
+  if (cnn && r.tokens) throw UsageError("--tokens is for transformers; give a CNN --samples");
+  r.train.micro_batch = r.micro_batch.value_or(cnn ? kDefaultCnnMicroBatch : 1);
+  if (cnn) {
+    if (!r.samples) {
+      if (m.default_samples <= 0)
+        throw UsageError("a CNN without a standard schedule needs --samples (samples seen)");
+      r.samples = m.default_samples;
+      a.model_lines.push_back(fmt::format("samples: {} ({}; --samples to change)",
+                                          format_count(*r.samples), m.default_samples_note));
+    } else {
+      a.model_lines.push_back(fmt::format("samples: {} (given)", format_count(*r.samples)));
+    }
+    if (!r.global_batch) r.global_batch = kDefaultCnnGlobalBatch;
+  } else {
+    if (!r.tokens) {
+      r.tokens = kChinchillaTokensPerParam * m.params;
+      a.model_lines.push_back(fmt::format(
+          "tokens: T = 20 × N = {} (compute-optimal, Hoffmann et al. 2022; --tokens to change)",
+          format_count(*r.tokens)));
+    } else {
+      a.model_lines.push_back(fmt::format("tokens: T = {} (given)", format_count(*r.tokens)));
+    }
+    if (!r.global_batch)
+      r.global_batch = std::max<int64_t>(
+          1, std::llround(kDefaultBatchTokens / static_cast<double>(m.shape.seq)));
+  }
+  if (r.train.micro_batch > *r.global_batch)
+    throw UsageError(fmt::format("--micro-batch {} is larger than the global batch {}",
+                                 r.train.micro_batch, *r.global_batch));
+  if (r.tp) {
+    if (*r.tp > r.assumptions.gpus_per_node)
+      throw UsageError(fmt::format("--tp {}: tensor parallelism stays inside a node of {} GPUs",
+                                   *r.tp, r.assumptions.gpus_per_node));
+    if (m.shape.heads % *r.tp != 0)
+      throw UsageError(
+          fmt::format("--tp {} does not divide the {} attention heads", *r.tp, m.shape.heads));
+    if (r.gpus && *r.gpus % *r.tp != 0)
+      throw UsageError(fmt::format("--gpus {} is not a multiple of --tp {}", *r.gpus, *r.tp));
+  }
+}
+
+void describe_model(const Request& r, Advice& a) {
+  const Model& m = r.model;
+  std::vector<std::string> lines;
+  if (m.kind == ModelKind::kTransformer) {
+    const TransformerShape& s = m.shape;
+    lines.push_back(fmt::format(
+        "model {}: N = {} parameters; {} layers, hidden {}, {} heads ({} KV), sequence {}, "
+        "vocabulary {} — {}{}",
+        m.name, format_count(m.params), s.layers, s.hidden, s.heads, s.kv_heads, s.seq, s.vocab,
+        m.shape_note, m.source.empty() ? "" : "; " + m.source));
+  } else {
+    lines.push_back(fmt::format(
+        "model {}: N = {} parameters; forward {:.3g} GFLOP and {} of activations per sample — "
+        "{}{}",
+        m.name, format_count(m.params), m.cnn.forward_flops / 1e9,
+        format_gb(m.cnn.activation_bytes), m.shape_note, m.source.empty() ? "" : "; " + m.source));
+  }
+  a.model_lines.insert(a.model_lines.begin(), lines.begin(), lines.end());
+  if (r.mode == Mode::kInfer) {
+    a.model_lines.push_back(fmt::format(
+        "serving: batch {} sequences × context {} tokens; weights {}, KV cache {}", r.infer.batch,
+        r.infer.context, to_string(r.infer.precision), to_string(r.infer.kv_precision)));
+    return;
+  }
+  if (m.kind == ModelKind::kTransformer) {
+    const TransformerShape& s = m.shape;
+    const double per_token = transformer_train_flops_per_token(m);
+    a.model_lines.push_back(fmt::format(
+        "FLOPs: (6·N + 12·L·h·s) · T = (6·{} + 12·{}·{}·{}) · {} = {:.3g} (6·N·T alone: {:.3g}; "
+        "PaLM's model FLOPs)",
+        format_count(m.params), s.layers, s.hidden, s.seq, format_count(*r.tokens),
+        per_token * *r.tokens, 6 * m.params * *r.tokens));
+    a.model_lines.push_back(fmt::format(
+        "global batch: {} sequences × {} tokens = {} tokens per step; micro-batch {} per GPU",
+        *r.global_batch, s.seq, format_count(static_cast<double>(*r.global_batch * s.seq)),
+        r.train.micro_batch));
+  } else {
+    a.model_lines.push_back(fmt::format("FLOPs: 3 × forward × samples = 3 × {:.3g} × {} = {:.3g}",
+                                        m.cnn.forward_flops, format_count(*r.samples),
+                                        training_flops(m, *r.samples)));
+    a.model_lines.push_back(fmt::format("global batch: {} samples; micro-batch {} per GPU",
+                                        *r.global_batch, r.train.micro_batch));
+  }
+}
+
+void list_assumptions(const Request& r, Advice& a) {
+  const bool cnn = r.model.kind == ModelKind::kCnn;
+  const std::string mfu_why =
+      r.mfu ? "given"
+            : (cnn ? "default for CNNs: NVIDIA's published A100 ResNet-50 training reaches 19.4 % "
+                     "of the datasheet"
+                   : "default for transformers: PaLM reached 46.2 % (Chowdhery et al. 2022); "
+                     "conservative for a run not tuned for weeks");
+  a.assumptions.push_back(fmt::format(
+      "MFU {:.2f} of the datasheet dense peak ({}); a measured GEMM peak counts as {:.1f} % of "
+      "the datasheet (Bekman's H100 best-GEMM share), so it scales the estimate by measured / "
+      "expected",
+      r.assumptions.mfu, mfu_why, 100 * kMamfReference));
+  a.assumptions.push_back(fmt::format(
+      "framework overhead per GPU: {} + {:.0f} % (CUDA context, cuBLAS/NCCL buffers, allocator "
+      "fragmentation)",
+      format_gb(r.train.overhead.fixed_bytes), 100 * r.train.overhead.fraction));
+  if (r.mode == Mode::kInfer) {
+    a.assumptions.push_back(fmt::format(
+        "decode reads every weight and the whole KV cache each step at {:.2f} of the datasheet "
+        "bandwidth (a measured copy counts as {:.1f} %); prefill at the MFU above",
+        r.assumptions.bw_util, 100 * kCopyReference));
+    a.assumptions.push_back(
+        "weights and KV cache split evenly over the GPUs (tensor parallel in a node, pipeline "
+        "stages beyond); tensor-parallel traffic of decode is not counted");
+    return;
+  }
+  a.assumptions.push_back(fmt::format(
+      "parallelism: {} with tensor parallelism {} inside a node of {} GPUs (sequence parallel "
+      "when t > 1); no pipeline parallelism; between nodes {} per GPU",
+      to_string(r.train.sharding), r.tp ? fmt::format("{}", *r.tp) : "1-8 as needed",
+      r.assumptions.gpus_per_node, format_si(r.assumptions.network_bandwidth, "B/s", 3)));
+  if (!cnn)
+    a.assumptions.push_back(fmt::format("attention: {}; recomputation: {}",
+                                        r.train.flash_attention
+                                            ? "FlashAttention (no s×s scores stored)"
+                                            : "standard (s×s scores stored)",
+                                        to_string(r.train.recompute)));
+}
+
+std::string basis_short(const ComputeRate& rate, double mfu) {
+  if (rate.samples_per_s) return fmt::format("{} {:.0f} img/s", rate.basis, *rate.samples_per_s);
+  if (rate.basis == "measured")
+    return fmt::format("measured GEMM × {:.2f}", std::min(1.0, mfu / kMamfReference));
+  return fmt::format("datasheet × {:.2f}", mfu);
+}
+
+void evaluate_training(const Request& r, const GpuSpec& g, const MeasuredGpu* measured,
+                       Candidate& c) {
+  std::string why_not;
+  if (r.model.name == "resnet50") c.rate = resnet50_rate(g, r.train.precision, measured);
+  if (!c.rate) c.rate = compute_rate(g, r.train.precision, measured, r.assumptions.mfu, why_not);
+  if (!c.rate) {
+    c.why = why_not;
+    return;
+  }
+  c.usable = true;
+  c.basis = basis_short(*c.rate, r.assumptions.mfu);
+  c.link = node_bandwidth(g, measured);
+  std::vector<int> tps;
+  if (r.tp) {
+    tps = {*r.tp};
+  } else if (r.model.kind == ModelKind::kCnn) {
+    tps = {1};
+  } else {
+    for (int tp : {1, 2, 4, 8})
+      if (tp <= r.assumptions.gpus_per_node && r.model.shape.heads % tp == 0) tps.push_back(tp);
+  }
+  const int64_t max_dp = std::max<int64_t>(1, *r.global_batch / r.train.micro_batch);
+  const std::vector<int> counts = r.gpus ? std::vector<int>{*r.gpus} : candidate_counts(r.max_gpus);
+  Fit fit;
+  size_t first = 0;
+  Fit closest;
+  for (; first < counts.size(); ++first) {
+    fit = fit_training(r, counts[first], tps, c.capacity, max_dp);
+    if (fit.ok()) break;
+    if (fit.closest_total < closest.closest_total) closest = fit;
+  }
+  if (!fit.ok()) {
+    c.layout = closest.closest;
+    if (std::isinf(closest.closest_total)) {
+      c.why = fmt::format("no layout: the global batch of {} allows at most {} data-parallel GPUs",
+                          *r.global_batch, max_dp);
+    } else {
+      c.memory = training_memory(r.model, r.train, closest.closest);
+      c.why = fmt::format(
+          "does not fit {}: at best {} per GPU (tp {} × dp {}) of {}{}",
+          r.gpus ? fmt::format("on {} GPUs", *r.gpus) : fmt::format("on up to {} GPUs", r.max_gpus),
+          format_gb(closest.closest_total), closest.closest.tp, closest.closest.dp,
+          format_gb(c.capacity),
+          r.train.sharding != Sharding::kZero3
+              ? "; --parallel zero3 also shards weights and gradients"
+              : "");
+    }
+    return;
+  }
+  c.fits = true;
+  const bool cnn = r.model.kind == ModelKind::kCnn;
+  const TrainingJob job{training_flops(r.model, cnn ? *r.samples : *r.tokens),
+                        cnn ? *r.samples : *r.tokens / static_cast<double>(r.model.shape.seq),
+                        *r.global_batch};
+  std::tie(c.time, c.layout) = fastest(r, fit, job, *c.rate, c.link);
+  std::string count_why = r.gpus ? "the count given" : "fewest that hold it";
+  if (r.max_days && !r.gpus) {
+    const double deadline = *r.max_days * 86400;
+    c.meets_deadline = c.time.total_s <= deadline;
+    for (size_t i = first + 1; i < counts.size() && !c.meets_deadline; ++i) {
+      const Fit f = fit_training(r, counts[i], tps, c.capacity, max_dp);
+      if (std::isinf(f.closest_total)) break;  // no more data-parallel room
+      if (!f.ok()) continue;
+      auto [t, layout] = fastest(r, f, job, *c.rate, c.link);
+      c.meets_deadline = t.total_s <= deadline;
+      if (t.total_s < c.time.total_s) {
+        c.time = std::move(t);
+        c.layout = layout;
+      }
+    }
+    count_why = c.meets_deadline
+                    ? fmt::format("fewest that finish in {:g} days", *r.max_days)
+                    : fmt::format("misses {:g} days even at its fastest count", *r.max_days);
+  }
+  c.memory = training_memory(r.model, r.train, c.layout);
+  const double comm = c.time.dp_exposed_s + c.time.tp_comm_s;
+  c.why = fmt::format("tp {} × dp {}{}; {}", c.layout.tp, c.layout.dp,
+                      comm > 0.05 * c.time.compute_s
+                          ? fmt::format(", communication +{:.0f} %", 100 * comm / c.time.compute_s)
+                          : "",
+                      count_why);
+  c.explain.push_back(fmt::format("rate: {}", c.rate->text));
+  c.explain.push_back(fmt::format("link inside a node: {}", c.link.text));
+  c.explain.push_back(
+      fmt::format("memory at tp {} × dp {} ({} GPUs; {} available per GPU):", c.layout.tp,
+                  c.layout.dp, c.layout.count(), format_gb(c.capacity)));
+  for (const std::string& s : c.memory.steps)
+    c.explain.push_back("  " + s);
+  for (const std::string& s : c.time.lines)
+    c.explain.push_back(s);
+}
+
+void evaluate_inference(const Request& r, const GpuSpec& g, const MeasuredGpu* measured,
+                        Candidate& c) {
+  std::string why_not;
+  c.rate = compute_rate(g, r.infer.precision, measured, r.assumptions.mfu, why_not);
+  if (c.rate) c.memory_bw = memory_bandwidth(g, measured, r.assumptions.bw_util, why_not);
+  if (!c.rate || !c.memory_bw) {
+    c.why = why_not;
+    return;
+  }
+  c.usable = true;
+  c.basis = fmt::format("{} bandwidth × {:.2f}", c.memory_bw->basis,
+                        c.memory_bw->basis == "measured"
+                            ? std::min(1.0, r.assumptions.bw_util / kCopyReference)
+                            : r.assumptions.bw_util);
+  const std::vector<int> counts = r.gpus ? std::vector<int>{*r.gpus} : candidate_counts(r.max_gpus);
+  int n = 0;
+  double closest = std::numeric_limits<double>::infinity();
+  for (int count : counts) {
+    const double total = inference_memory(r.model, r.infer, count, false).total();
+    if (total <= c.capacity) {
+      n = count;
+      break;
+    }
+    closest = std::min(closest, total);
+  }
+  if (n == 0) {
+    c.why = fmt::format(
+        "does not fit {}: at best {} per GPU of {}",
+        r.gpus ? fmt::format("on {} GPUs", *r.gpus) : fmt::format("on up to {} GPUs", r.max_gpus),
+        format_gb(closest), format_gb(c.capacity));
+    return;
+  }
+  c.fits = true;
+  c.layout = Layout{std::min(n, r.assumptions.gpus_per_node),
+                    std::max(1, n / r.assumptions.gpus_per_node)};
+  c.memory = inference_memory(r.model, r.infer, n);
+  c.speed = inference_speed(r.model, r.infer, n, *c.rate, *c.memory_bw);
+  c.why = fmt::format("{}-bound decode; {}", c.speed.memory_bound ? "memory" : "compute",
+                      r.gpus ? "the count given" : "fewest that hold it");
+  c.explain.push_back(fmt::format("bandwidth: {}", c.memory_bw->text));
+  c.explain.push_back(fmt::format("rate: {}", c.rate->text));
+  c.explain.push_back(
+      fmt::format("memory on {} GPUs ({} available per GPU):", n, format_gb(c.capacity)));
+  for (const std::string& s : c.memory.steps)
+    c.explain.push_back("  " + s);
+  for (const std::string& s : c.speed.lines)
+    c.explain.push_back(s);
+}
+
+// What the run files gave for a GPU, and whether this estimate uses it.
+std::string measured_note(const MeasuredGpu& m, const Candidate& c, const Request& r) {
+  const Mode mode = r.mode;
+  std::vector<std::string> found;
+  const std::string key = gemm_key(mode == Mode::kTrain ? r.train.precision : r.infer.precision);
+  if (const auto g = m.gemm.find(key); g != m.gemm.end())
+    found.push_back(fmt::format("GEMM {} {} ({})", key, format_si(g->second, "FLOP/s", 3),
+                                m.gemm_from.at(key)));
+  if (m.copy_bandwidth)
+    found.push_back(
+        fmt::format("copy {} ({})", format_si(*m.copy_bandwidth, "B/s", 3), m.copy_from));
+  if (m.all_reduce_busbw) found.push_back("all-reduce " + format_si(*m.all_reduce_busbw, "B/s", 3));
+  if (m.resnet50_train) found.push_back(fmt::format("ResNet-50 {:.0f} img/s", *m.resnet50_train));
+  bool used = false;
+  if (c.usable && mode == Mode::kTrain)
+    used = c.rate->basis == "measured" || c.link.basis == "measured";
+  if (c.usable && mode == Mode::kInfer)
+    used = c.rate->basis == "measured" || c.memory_bw->basis == "measured";
+  if (found.empty()) found.push_back("nothing that applies");
+  return fmt::format("{}: {} measured; {}", m.gpu_id, fmt::join(found, ", "),
+                     used ? "used in this estimate" : "not used in this estimate");
+}
+
+int group(const Candidate& c) {
+  if (!c.usable) return 3;
+  if (!c.fits) return 2;
+  return c.meets_deadline ? 0 : 1;
+}
+
+double primary(const Candidate& c, Mode mode, RankBy by) {
+  switch (by) {
+    case RankBy::kCost:
+      return c.cost.value_or(std::numeric_limits<double>::infinity());
+    case RankBy::kTime:
+      return mode == Mode::kTrain ? c.time.total_s : c.speed.decode_step_s;
+    default:
+      return c.gpu_hours(mode);
+  }
+}
+
+std::string metric_text(const Candidate& c, Mode mode, RankBy by, const std::string& currency) {
+  switch (by) {
+    case RankBy::kCost:
+      return c.cost ? money(*c.cost, currency) + (mode == Mode::kInfer ? " per 1M tokens" : "")
+                    : "no price";
+    case RankBy::kTime:
+      return mode == Mode::kTrain ? format_duration(c.time.total_s)
+                                  : fmt::format("{:.3g} ms per token", c.speed.decode_step_s * 1e3);
+    default:
+      return fmt::format("{} GPU-hours{}", format_count(c.gpu_hours(mode)),
+                         mode == Mode::kInfer ? " per 1M tokens" : "");
+  }
+}
+
+void naive_rule(const Request& r, const Prices* prices, Advice& a) {
+  const std::string rule = "Naive rule (\"more than 10B parameters → H200, else budget decides\")";
+  std::string reason;
+  if (r.model.params > kNaiveThresholdParams) {
+    a.naive_pick = kNaivePick;
+    reason = fmt::format("{} > 10B parameters → {}", format_count(r.model.params), kNaivePick);
+  } else if (prices) {
+    const Price* cheapest = nullptr;
+    for (const Candidate& c : a.ranked) {
+      const Price* p = prices->find(c.gpu->id);
+      if (p && (!cheapest || p->per_gpu_hour < cheapest->per_gpu_hour)) cheapest = p;
+    }
+    if (cheapest) {
+      a.naive_pick = cheapest->gpu_id;
+      reason = fmt::format("{} ≤ 10B → the budget decides: the cheapest GPU-hour is {} ({})",
+                           format_count(r.model.params), cheapest->gpu_id,
+                           money(cheapest->per_gpu_hour, prices->currency()));
+    }
+  }
+  if (a.naive_pick.empty()) {
+    a.naive_line =
+        fmt::format("{}: {} ≤ 10B → the budget decides; without --prices the rule names no GPU.",
+                    rule, format_count(r.model.params));
+    return;
+  }
+  const auto it = std::find_if(a.ranked.begin(), a.ranked.end(),
+                               [&](const Candidate& c) { return c.gpu->id == a.naive_pick; });
+  if (it == a.ranked.end()) {
+    a.naive_line = fmt::format("{}: {}; it is not among the candidates.", rule, reason);
+    return;
+  }
+  const size_t k = static_cast<size_t>(it - a.ranked.begin());
+  const Candidate& top = a.ranked.front();
+  std::string verdict;
+  if (k == 0) {
+    verdict = "this calculation agrees: it ranks first";
+  } else if (!it->usable || !it->fits) {
+    verdict = fmt::format("here it ranks #{} of {}: {}", k + 1, a.ranked.size(), it->why);
+  } else {
+    const double mine = primary(*it, r.mode, a.ranked_by);
+    const double best = primary(top, r.mode, a.ranked_by);
+    verdict = fmt::format(
+        "here it ranks #{} of {}: {} against {} for {}{}", k + 1, a.ranked.size(),
+        metric_text(*it, r.mode, a.ranked_by, a.currency),
+        metric_text(top, r.mode, a.ranked_by, a.currency), top.gpu->id,
+        (best > 0 && std::isfinite(mine)) ? fmt::format(" ({:.2f}× the first)", mine / best) : "");
+  }
+  a.naive_line = fmt::format("{}: {}; {}.", rule, reason, verdict);
+}
+
+}  // namespace
+
+double Candidate::gpu_hours(Mode mode) const {
+  if (!fits) return std::numeric_limits<double>::infinity();
+  if (mode == Mode::kTrain) return time.total_s / 3600 * layout.count();
+  return layout.count() / (speed.tokens_per_s * 3600) * 1e6;
+}
+
+Advice advise(Request request, const Catalogue& catalogue, const Measurements& measured,
+              const Prices* prices) {
+  Advice a;
+  fill_defaults(request, a);
+  describe_model(request, a);
+  list_assumptions(request, a);
+  const Request& r = request;
+
+  std::vector<const GpuSpec*> gpus;
+  if (r.candidates.empty()) {
+    for (const GpuSpec& g : catalogue.gpus())
+      gpus.push_back(&g);
+  } else {
+    for (const std::string& name : r.candidates) {
+      const GpuSpec* g = nullptr;
+      try {
+        g = &catalogue.get(name);
+      } catch (const UsageError& e) {
+        throw UsageError(std::string("--candidates: ") + e.what());
+      }
+      if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
+    }
+  }
+  if (prices) {
+    a.currency = prices->currency();
+    a.prices_name = prices->name();
+    a.prices_description = prices->description();
+  }
+  for (const std::string& note : measured.notes())
+    a.notes.push_back(note);
+
+  for (const GpuSpec* g : gpus) {
+    Candidate c;
+    c.gpu = g;
+    c.capacity = figure(*g, "memory.size");
+    const MeasuredGpu* m = measured.find(g->id);
+    if (c.capacity <= 0) {
+      c.why = "the catalogue has no memory size";
+    } else if (r.mode == Mode::kTrain) {
+      evaluate_training(r, *g, m, c);
+    } else {
+      evaluate_inference(r, *g, m, c);
+    }
+    if (m) a.notes.push_back(measured_note(*m, c, r));
+    if (const Price* p = prices ? prices->find(g->id) : nullptr) {
+      c.price = p->per_gpu_hour;
+      if (c.fits) {
+        c.cost = p->per_gpu_hour * c.gpu_hours(r.mode);
+        c.explain.push_back(fmt::format(
+            "cost: {} GPU-hours{} × {} per GPU-hour ({}) = {}", format_count(c.gpu_hours(r.mode)),
+            r.mode == Mode::kInfer ? " per 1M tokens" : "",
+            money(p->per_gpu_hour, prices->currency()),
+            p->source.empty() ? prices->name() : p->source, money(*c.cost, prices->currency())));
+      }
+    }
+    a.ranked.push_back(std::move(c));
+  }
+
+  a.ranked_by = r.rank_by;
+  if (a.ranked_by == RankBy::kAuto) a.ranked_by = prices ? RankBy::kCost : RankBy::kGpuHours;
+  if (a.ranked_by == RankBy::kCost && !prices)
+    throw UsageError("--rank cost needs --prices FILE (or --prices example)");
+  const Mode mode = r.mode;
+  const RankBy by = a.ranked_by;
+  std::stable_sort(a.ranked.begin(), a.ranked.end(), [&](const Candidate& x, const Candidate& y) {
+    const int gx = group(x);
+    const int gy = group(y);
+    if (gx != gy) return gx < gy;
+    if (gx >= 2) return false;
+    const double px = primary(x, mode, by);
+    const double py = primary(y, mode, by);
+    if (px != py) return px < py;
+    return x.gpu_hours(mode) < y.gpu_hours(mode);
+  });
+  if (!a.ranked.empty() && group(a.ranked.front()) == 0) {
+    const char* best = by == RankBy::kCost   ? "cheapest"
+                       : by == RankBy::kTime ? (mode == Mode::kTrain ? "fastest" : "lowest latency")
+                                             : "fewest GPU-hours";
+    a.ranked.front().why = fmt::format("{}; {}", best, a.ranked.front().why);
+  }
+  naive_rule(r, prices, a);
+  a.request = std::move(request);
+  return a;
+}
+
+}  // namespace gpuvs::advise

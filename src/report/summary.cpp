@@ -28,6 +28,24 @@ std::string gpu_label(const RunFile& run, const Result& r) {
   return out.empty() ? "-" : out;
 }
 
+std::optional<int64_t> int_param(const Result& r, const std::string& key) {
+  const auto it = r.parameters.find(key);
+  if (it == r.parameters.end()) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  if (const auto* d = std::get_if<double>(&it->second)) return static_cast<int64_t>(*d);
+  return std::nullopt;
+}
+
+// The label of a result: its name, plus what tells apart the points of a sweep (the
+// size) or the shapes of a GEMM, so that rows sharing a name can be told apart.
+std::string result_label(const Result& r) {
+  std::string label = r.name.empty() ? r.id : r.name;
+  const auto m = int_param(r, "m"), n = int_param(r, "n"), k = int_param(r, "k");
+  if (m && n && k) return fmt::format("{} {}x{}x{}", label, *m, *n, *k);
+  if (const auto bytes = int_param(r, "bytes")) return label + " @ " + format_bytes_binary(*bytes);
+  return label;
+}
+
 std::string clock_cell(const Result& r) {
   if (!r.clocks || !r.clocks->sm_mhz_median) return "-";
   const ClockRecord& c = *r.clocks;
@@ -58,8 +76,7 @@ std::string render_summary(const RunFile& run) {
     std::string peak = "-";
     if (ok && r.efficiency && r.peak)
       peak = fmt::format("{:.1f} % ({})", *r.efficiency * 100, r.peak->kind);
-    t.add_row({r.name.empty() ? r.id : r.name, gpu_label(run, r),
-               ok ? format_si(r.value, r.unit) : "-",
+    t.add_row({result_label(r), gpu_label(run, r), ok ? format_si(r.value, r.unit) : "-",
                ok ? fmt::format("{:.2f} %", r.stats.noise * 100) : "-",
                std::to_string(r.stats.samples), peak, clock_cell(r), status_cell(r)});
   }

@@ -76,10 +76,31 @@ TEST(Metrics, ResultIdsMapToTheirMetric) {
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->id, "memory.bandwidth");
   EXPECT_EQ(metric_for_result("memory.hbm.nonexistent"), nullptr);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"compute.fma.fp64", "compute.fp64"},
+      {"compute.fma.fp32", "compute.fp32"},
+      {"compute.gemm.fp64.best", "compute.fp64_tensor"},
+      {"compute.gemm.tf32", "compute.tf32"},
+      {"compute.gemm.fp16.best", "compute.fp16"},
+      {"compute.gemm.bf16", "compute.bf16"},
+      {"compute.gemm.fp8_e4m3.best", "compute.fp8"},
+      {"compute.gemm.int8.best", "compute.int8"},
+      {"peer.ce.bidirectional", "link.nvlink"}};
+  for (const auto& [result, metric] : expected) {
+    const MetricDef* d = metric_for_result(result);
+    ASSERT_NE(d, nullptr) << result;
+    EXPECT_EQ(d->id, metric) << result;
+  }
+  // The sustained (power-capped) GEMM figure and sweep points are not a metric's figure.
+  EXPECT_EQ(metric_for_result("compute.gemm.bf16.sustained"), nullptr);
+  EXPECT_EQ(metric_for_result("host.h2d.pinned"), nullptr);
+  // Every result id belongs to one metric only; the best shape comes first.
+  std::set<std::string_view> seen;
   for (const MetricDef& def : metrics())
-    if (def.id != "memory.bandwidth") {
-      EXPECT_TRUE(def.result_ids.empty()) << def.id;
-    }
+    for (std::string_view id : def.result_ids)
+      EXPECT_TRUE(seen.insert(id).second) << id;
+  EXPECT_EQ(find_metric("compute.bf16")->result_ids.front(), "compute.gemm.bf16.best");
+  EXPECT_TRUE(find_metric("model.resnet50.train")->result_ids.empty());
 }
 
 TEST(Metrics, ToBaseUnitConvertsReadableUnits) {

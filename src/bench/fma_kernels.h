@@ -16,11 +16,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define GPUVS_HD __host__ __device__
-#else
-#define GPUVS_HD
-#endif
+#include "bench/host_device.h"
 
 namespace gpuvs {
 

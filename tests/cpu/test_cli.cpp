@@ -1,7 +1,9 @@
 // The gpuvs binary as a user meets it: help, version, unknown commands, commands
 // not built yet, and what it says and returns on a machine without a GPU.
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include "cli_runner.h"
 
 #include <array>
 #include <cstdio>
@@ -12,31 +14,10 @@
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = gpuvs_test::CliOutcome;
 
 Outcome run_gpuvs(const std::string& args) {
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("gpuvs_cli_err_" + std::to_string(::getpid()) + ".txt");
-  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
-  Outcome o;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return o;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    o.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  o.err = ss.str();
-  std::filesystem::remove(err_path);
-  return o;
+  return gpuvs_test::run_gpuvs(args);
 }
 
 bool gpu_present() {

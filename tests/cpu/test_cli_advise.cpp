@@ -2,8 +2,10 @@
 // files, prices and one-line usage errors (exit 2). Built into test_cli (GPUVS_BIN
 // names the binary).
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,31 +19,10 @@
 
 namespace {
 
-struct AdviseRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using AdviseRun = gpuvs_test::CliOutcome;
 
 AdviseRun gpuvs_advise(const std::string& args) {
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("gpuvs_cli_advise_err_" + std::to_string(::getpid()) + ".txt");
-  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
-  AdviseRun r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  r.err = ss.str();
-  std::filesystem::remove(err_path);
-  return r;
+  return gpuvs_test::run_gpuvs(args);
 }
 
 bool has(const std::string& text, const std::string& part) {

@@ -1,8 +1,10 @@
 // `gpuvs compare` as a user meets it: tables of run files and catalogue GPUs in every
 // format, the claims check and its exit codes, and one-line usage errors (exit 2).
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,31 +17,10 @@
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = gpuvs_test::CliOutcome;
 
 Outcome run_gpuvs(const std::string& args) {
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("gpuvs_cli_compare_err_" + std::to_string(::getpid()) + ".txt");
-  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
-  Outcome o;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return o;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    o.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  o.err = ss.str();
-  std::filesystem::remove(err_path);
-  return o;
+  return gpuvs_test::run_gpuvs(args);
 }
 
 std::string source(const std::string& rel) {

@@ -1,8 +1,10 @@
 // `gpuvs specs` as a user meets it: the real binary's tables, JSON and exit codes.
 // Built into test_cli (GPUVS_BIN names the binary).
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,31 +17,10 @@
 
 namespace {
 
-struct SpecsRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using SpecsRun = gpuvs_test::CliOutcome;
 
 SpecsRun gpuvs_specs(const std::string& args) {
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("gpuvs_cli_specs_err_" + std::to_string(::getpid()) + ".txt");
-  const std::string cmd = std::string(GPUVS_BIN) + " " + args + " 2>" + err_path.string();
-  SpecsRun r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  r.err = ss.str();
-  std::filesystem::remove(err_path);
-  return r;
+  return gpuvs_test::run_gpuvs(args);
 }
 
 bool has(const std::string& text, const std::string& part) {

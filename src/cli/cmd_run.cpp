@@ -44,10 +44,10 @@ ExitCode show_reference(const GlobalOptions& global) {
   std::vector<CompareInput> inputs;
   inputs.push_back({.label = fmt::format("{} (datasheet)", baseline.id), .spec = &baseline});
   for (size_t g = 0; g < run.system.gpus.size(); ++g)
-    inputs.push_back({.label = fmt::format("{} (bundled gpuvs run, {})",
-                                           run.system.gpus[g].name, day),
-                      .run = &run,
-                      .gpu_index = static_cast<int>(g)});
+    inputs.push_back(
+        {.label = fmt::format("{} (bundled gpuvs run, {})", run.system.gpus[g].name, day),
+         .run = &run,
+         .gpu_index = static_cast<int>(g)});
   const Comparison comparison =
       build_comparison(inputs, catalogue, Published::builtin(), CompareOptions{});
 
@@ -81,8 +81,9 @@ ExitCode show_reference(const GlobalOptions& global) {
 void add_run_command(CLI::App& app, CliContext& ctx) {
   auto gpus = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand(
-      "run", "Main job: detect, run the standard suite, write a run file (gpuvs.run/1) and "
-             "print the summary. Without a GPU: the bundled H200 reference against the A100");
+      "run",
+      "Main job: detect, run the standard suite, write a run file (gpuvs.run/1) and "
+      "print the summary. Without a GPU: the bundled H200 reference against the A100");
   sub->add_option("--gpu", *gpus, "GPUs to measure, e.g. 0,1 (default: all)");
   sub->callback([&ctx, gpus] {
     SessionOptions options;

@@ -21,23 +21,11 @@ bool mixed(Precision p) {
 }  // namespace
 
 std::string gemm_key(Precision p) {
-  switch (p) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kTf32:
-      return "tf32";
-    case Precision::kFp16:
-      return "fp16";
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kFp8:
-      return "fp8_e4m3";
-    case Precision::kInt8:
-      return "int8";
-    case Precision::kInt4:
-      return "fp16";  // weight-only int4 computes in fp16
-  }
-  return "bf16";
+  // The run file's GEMM ids name precisions as to_string() does, except FP8 (the E4M3
+  // variant is the training format) and weight-only INT4 (it computes in FP16).
+  if (p == Precision::kFp8) return "fp8_e4m3";
+  if (p == Precision::kInt4) return "fp16";
+  return std::string(to_string(p));
 }
 
 namespace {

@@ -35,4 +35,9 @@ corpus_work="build/fuzz/corpus-work"
 mkdir -p "$corpus_work"
 build/fuzz/fuzz/fuzz_run_file -max_total_time="$fuzz_seconds" -max_len=65536 \
   -print_final_stats=1 "$corpus_work" fuzz/corpus 2>&1 | tail -n 12
-echo "fuzz: no crash in ${fuzz_seconds} s"
+echo "fuzz: run files, no crash in ${fuzz_seconds} s"
+echo "== fuzz claims, catalogue and prices loaders (${fuzz_seconds} s)"
+mkdir -p "$corpus_work-loaders"
+build/fuzz/fuzz/fuzz_loaders -max_total_time="$fuzz_seconds" -max_len=65536 \
+  -print_final_stats=1 "$corpus_work-loaders" fuzz/corpus-loaders 2>&1 | tail -n 12
+echo "fuzz: loaders, no crash in ${fuzz_seconds} s"

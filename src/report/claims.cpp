@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/run_file_json.h"
 
 #if GPUVS_HAVE_TOML
 #include <toml++/toml.h>
@@ -147,8 +148,10 @@ std::optional<double> claim_to_base_unit(double value, std::string_view unit,
 
 namespace {
 
+// One line whatever `what` holds: a TOML parser's description quotes the source,
+// newlines included, and a quoted CSV field may hold one too.
 [[noreturn]] void fail(std::string_view name, int line, const std::string& what) {
-  throw UsageError(fmt::format("{}:{}: {}", name, line, what));
+  throw UsageError(fmt::format("{}:{}: {}", name, line, run_json::printable(what, 400)));
 }
 
 std::string known_metric_hint() {

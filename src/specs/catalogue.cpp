@@ -126,6 +126,13 @@ json parse_document(std::string_view text, std::string_view name, std::string_vi
     run_json::fail(name, "",
                    fmt::format("not valid JSON at byte {}: {}", e.byte > 0 ? e.byte - 1 : 0,
                                run_json::printable(reason, 200)));
+  } catch (const json::exception& e) {
+    // Found by fuzz_loaders: a number literal too large for a double is an
+    // out_of_range error (406), not a parse_error.
+    std::string_view reason = e.what();
+    if (const auto end = reason.find("] "); end != std::string_view::npos)
+      reason.remove_prefix(end + 2);
+    run_json::fail(name, "", fmt::format("not valid JSON: {}", run_json::printable(reason, 120)));
   }
   if (!doc.is_object()) {
     run_json::fail(

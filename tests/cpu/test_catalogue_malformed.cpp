@@ -172,6 +172,15 @@ TEST(MalformedCatalogueText, SyntaxErrorsNameTheByte) {
   }
 }
 
+// Found by fuzz_loaders: nlohmann reports a number beyond a double's range as an
+// out_of_range error, which once escaped the loader.
+TEST(MalformedCatalogueText, NumberBeyondADoubleIsOneLineError) {
+  const std::string text = "{\"schema\": " + std::string(400, '7') + "}";
+  const std::string msg = error_of([&] { Catalogue::parse(text, "huge.json"); });
+  EXPECT_EQ(msg.rfind("huge.json: not valid JSON: number overflow", 0), 0u) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
 TEST(MalformedCatalogueText, TopLevelMustBeAnObjectWithASchema) {
   EXPECT_NE(
       error_of([] { Catalogue::parse("[]", "a.json"); }).find("a.json: not a gpuvs catalogue"),

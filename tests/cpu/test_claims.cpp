@@ -90,6 +90,19 @@ TEST(ClaimsParse, TomlByContentWithoutExtension) {
   EXPECT_DOUBLE_EQ(claims[1].value, 1979);
 }
 
+// Found by fuzz_loaders: toml++ quotes the offending source, newline included.
+TEST(ClaimsParse, TomlSyntaxErrorQuotingANewlineStaysOneLine) {
+  if (!toml_supported()) GTEST_SKIP() << "built without toml++";
+  try {
+    parse_claims("[[claim]]\ngpu = \"A1\"\nvalue = n\n51uit = \"s\"\n", "bad.toml");
+    FAIL() << "a TOML syntax error was accepted";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("bad.toml:3: ", 0), 0u) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
 struct Malformed {
   const char* what;
   const char* name;

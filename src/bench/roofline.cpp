@@ -19,6 +19,7 @@
 #include "bench/gemm.h"
 #include "bench/registry.h"
 #include "bench/roofline.h"
+#include "core/stats.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
@@ -231,7 +232,7 @@ Result ridge_result(const std::string& kind_id, const std::string& label, int de
   const double bandwidth = memory->value / intensity_of(*memory);
   r.value = flops / bandwidth;
   r.samples = {r.value};
-  r.stats = Stats{r.value, r.value, r.value, r.value, 0, 0, 1};
+  r.stats = compute_stats(r.samples);
   r.parameters = {{"peak_flops", flops},
                   {"peak_intensity", intensity_of(*compute)},
                   {"bandwidth", bandwidth},

@@ -483,4 +483,20 @@ void save_run_file(const RunFile& run, const std::filesystem::path& path) {
   }
 }
 
+std::optional<int64_t> int_parameter(const Result& r, const std::string& key) {
+  const auto it = r.parameters.find(key);
+  if (it == r.parameters.end()) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  if (const auto* d = std::get_if<double>(&it->second)) return static_cast<int64_t>(*d);
+  return std::nullopt;
+}
+
+std::optional<double> number_parameter(const Result& r, const std::string& key) {
+  const auto it = r.parameters.find(key);
+  if (it == r.parameters.end()) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&it->second)) return *d;
+  return std::nullopt;
+}
+
 }  // namespace gpuvs

@@ -110,6 +110,9 @@ struct Stats {
   double stddev = 0;
   double noise = 0;  // stddev / median, dimensionless
   int samples = 0;
+  // 99th percentile (nearest rank) of the samples; the tail of a latency. Equals max
+  // below 100 samples. nullopt in files written before it existed.
+  std::optional<double> p99;
 
   bool operator==(const Stats&) const = default;
 };
@@ -185,6 +188,37 @@ struct Result {
   bool operator==(const Result&) const = default;
 };
 
+// One rank of a collective run: which process on which host drove which GPU.
+struct RankInfo {
+  int rank = 0;
+  std::string host;
+  int pid = 0;
+  int local_rank = 0;  // index among the ranks on the same host
+  int device = 0;      // CUDA ordinal in that process
+  std::string gpu_name;
+  std::string gpu_uuid;
+  std::string pci_bus_id;
+
+  bool operator==(const RankInfo&) const = default;
+};
+
+// How the NCCL communicator of a collectives run was formed (docs/collectives.md).
+struct CommInfo {
+  std::string launch;  // "single-process" | "mpi" | "nccl-comm-id" | "file"
+  int world_size = 0;
+  std::vector<RankInfo> ranks;  // world_size entries, by rank
+  // NCCL_* variables of the environment at start (the user's settings, respected).
+  std::map<std::string, std::string> nccl_env;
+  double timeout_s = 0;  // a collective not done in this time aborts the communicator
+
+  bool operator==(const CommInfo&) const = default;
+};
+
+// A numeric parameter of a result: an integer one as int64 (a double is truncated),
+// or as a double; nullopt when absent or not a number.
+std::optional<int64_t> int_parameter(const Result& r, const std::string& key);
+std::optional<double> number_parameter(const Result& r, const std::string& key);
+
 struct RunError {
   std::string context;  // "bench memory.hbm.copy on GPU 0"
   std::string message;
@@ -198,6 +232,7 @@ struct RunFile {
   SystemInfo system;
   std::vector<Result> results;
   std::vector<RunError> errors;
+  std::optional<CommInfo> comm;  // present when collectives ran
 
   bool operator==(const RunFile&) const = default;
 };

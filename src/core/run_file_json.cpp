@@ -9,9 +9,12 @@
 // the fields are read, so a message names the first offending field.
 #include "core/run_file_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <type_traits>
 #include <utility>
 
@@ -134,7 +137,8 @@ ojson to_json(const Result& r) {
                  {"mean", s.mean},
                  {"stddev", s.stddev},
                  {"noise", s.noise},
-                 {"samples", s.samples}}},
+                 {"samples", s.samples},
+                 {"p99", opt(s.p99)}}},
                {"samples", r.samples},
                {"timing", std::move(timing)},
                {"peak", std::move(peak)},
@@ -145,6 +149,28 @@ ojson to_json(const Result& r) {
                {"status_reason", r.status_reason},
                {"validation", r.validation},
                {"clocks", std::move(clocks)}};
+}
+
+ojson to_json(const CommInfo& c) {
+  ojson ranks = ojson::array();
+  for (const RankInfo& r : c.ranks) {
+    ranks.push_back(ojson{{"rank", r.rank},
+                          {"host", r.host},
+                          {"pid", r.pid},
+                          {"local_rank", r.local_rank},
+                          {"device", r.device},
+                          {"gpu_name", r.gpu_name},
+                          {"gpu_uuid", r.gpu_uuid},
+                          {"pci_bus_id", r.pci_bus_id}});
+  }
+  ojson env = ojson::object();  // std::map: written sorted by key
+  for (const auto& [key, value] : c.nccl_env)
+    env[key] = value;
+  return ojson{{"launch", c.launch},
+               {"world_size", c.world_size},
+               {"ranks", std::move(ranks)},
+               {"nccl_env", std::move(env)},
+               {"timeout_s", c.timeout_s}};
 }
 
 }  // namespace
@@ -169,7 +195,8 @@ ojson run_to_json(const RunFile& run) {
                  {"host", m.host}}},
                {"system", to_json(run.system)},
                {"results", std::move(results)},
-               {"errors", std::move(errors)}};
+               {"errors", std::move(errors)},
+               {"comm", run.comm ? to_json(*run.comm) : ojson(nullptr)}};
 }
 
 // ---------------------------------------------------------------- reading
@@ -326,6 +353,9 @@ class Obj {
     return out;
   }
 
+  // The length of the array under `key` (which must be one).
+  std::size_t array_size(const char* key) const { return array(key).size(); }
+
   Obj obj(const char* key) const { return Obj(require(key), path(key), name_); }
 
   std::optional<Obj> opt_obj(const char* key) const {
@@ -379,6 +409,11 @@ class Obj {
 template <class T>
 void require_at_least(const Obj& o, const char* key, T value, T min) {
   if (value < min) o.fail_at(key, fmt::format("must be >= {}, got {}", min, value));
+}
+
+template <class T>
+void require_greater(const Obj& o, const char* key, T value, T bound) {
+  if (!(value > bound)) o.fail_at(key, fmt::format("must be > {}, got {}", bound, value));
 }
 
 Meta read_meta(const Obj& o) {
@@ -464,6 +499,12 @@ Stats read_stats(const Obj& o) {
   if (s.samples > 0 && !(s.min <= s.median && s.median <= s.max)) {
     o.fail_here(fmt::format("min <= median <= max does not hold (min {}, median {}, max {})", s.min,
                             s.median, s.max));
+  }
+  // Missing in files written before p99 existed: those stay valid.
+  s.p99 = o.opt<double>("p99");
+  if (s.p99 && s.samples > 0 && !(s.min <= *s.p99 && *s.p99 <= s.max)) {
+    o.fail_at("p99", fmt::format("min <= p99 <= max does not hold (min {}, p99 {}, max {})", s.min,
+                                 *s.p99, s.max));
   }
   return s;
 }
@@ -558,6 +599,65 @@ Result read_result(const Obj& o, std::size_t gpu_count) {
   return r;
 }
 
+// The ways a communicator can be formed (docs/results.md, comm.launch).
+constexpr std::string_view kLaunchKinds[] = {"single-process", "mpi", "nccl-comm-id", "file"};
+
+RankInfo read_rank(const Obj& o, std::size_t index) {
+  RankInfo r;
+  r.rank = o.req<int>("rank");
+  if (r.rank < 0 || std::size_t(r.rank) != index) {
+    o.fail_at("rank",
+              fmt::format("must equal its index in comm.ranks ({}), got {}", index, r.rank));
+  }
+  r.host = o.req<std::string>("host");
+  if (r.host.empty()) o.fail_at("host", "must not be empty");
+  r.pid = o.req<int>("pid");
+  require_at_least(o, "pid", r.pid, 0);
+  r.local_rank = o.req<int>("local_rank");
+  require_at_least(o, "local_rank", r.local_rank, 0);
+  r.device = o.req<int>("device");
+  require_at_least(o, "device", r.device, 0);
+  r.gpu_name = o.req<std::string>("gpu_name");
+  r.gpu_uuid = o.req<std::string>("gpu_uuid");
+  r.pci_bus_id = o.req<std::string>("pci_bus_id");
+  return r;
+}
+
+std::map<std::string, std::string> read_nccl_env(const Obj& o) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : o.json_value().items()) {
+    if (key.rfind("NCCL_", 0) != 0) o.fail_at(key, "not an NCCL variable (must start with NCCL_)");
+    std::string v;
+    const std::string problem = convert(value, v);
+    if (!problem.empty()) o.fail_at(key, problem);
+    out.emplace(key, std::move(v));
+  }
+  return out;
+}
+
+CommInfo read_comm(const Obj& o) {
+  CommInfo c;
+  c.launch = o.req<std::string>("launch");
+  if (std::find(std::begin(kLaunchKinds), std::end(kLaunchKinds), c.launch) ==
+      std::end(kLaunchKinds)) {
+    o.fail_at("launch", "unknown launch " + quote(c.launch) +
+                            " (expected single-process, mpi, nccl-comm-id or file)");
+  }
+  c.world_size = o.req<int>("world_size");
+  require_at_least(o, "world_size", c.world_size, 1);
+  // The count first: a missing rank is named as such, not as the next one's index.
+  const std::size_t count = o.array_size("ranks");
+  if (count != std::size_t(c.world_size)) {
+    o.fail_at("ranks", fmt::format("has {} entries, world_size is {}", count, c.world_size));
+  }
+  std::size_t index = 0;
+  c.ranks = o.objects<RankInfo>("ranks", [&](const Obj& r) { return read_rank(r, index++); });
+  c.nccl_env = read_nccl_env(o.obj("nccl_env"));
+  c.timeout_s = o.req<double>("timeout_s");
+  require_greater(o, "timeout_s", c.timeout_s, 0.0);
+  return c;
+}
+
 RunError read_error(const Obj& o) {
   return RunError{o.req<std::string>("context"), o.req<std::string>("message")};
 }
@@ -574,6 +674,7 @@ RunFile run_from_json(const json& doc, std::string_view name) {
   run.results =
       top.objects<Result>("results", [&](const Obj& o) { return read_result(o, gpu_count); });
   run.errors = top.objects<RunError>("errors", read_error);
+  if (auto c = top.opt_obj("comm")) run.comm = read_comm(*c);
   return run;
 }
 

@@ -27,6 +27,15 @@ double stddev(std::span<const double> values) {
   return std::sqrt(sq / (values.size() - 1));
 }
 
+std::optional<double> percentile_nearest_rank(std::span<const double> values, int q) {
+  if (values.empty() || q <= 0 || q > 100) return std::nullopt;
+  const size_t n = values.size();
+  const size_t rank = (size_t(q) * n + 99) / 100;  // ceil(q n / 100), in [1, n]
+  std::vector<double> v(values.begin(), values.end());
+  std::nth_element(v.begin(), v.begin() + (rank - 1), v.end());
+  return v[rank - 1];
+}
+
 Stats compute_stats(std::span<const double> values) {
   Stats s;
   s.samples = static_cast<int>(values.size());
@@ -38,6 +47,7 @@ Stats compute_stats(std::span<const double> values) {
   s.mean = std::accumulate(values.begin(), values.end(), 0.0) / values.size();
   s.stddev = stddev(values);
   s.noise = s.median != 0 ? s.stddev / std::fabs(s.median) : 0;
+  s.p99 = percentile_nearest_rank(values, 99);
   return s;
 }
 

@@ -33,7 +33,7 @@ Result result(std::string id, std::string name, double value, std::string unit,
   r.parameters = std::move(parameters);
   r.value = value;
   r.unit = std::move(unit);
-  r.stats = {value, value * 0.99, value * 1.01, value, value * 0.002, 0.002, 20};
+  r.stats = {value, value * 0.99, value * 1.01, value, value * 0.002, 0.002, 20, value * 1.01};
   return r;
 }
 

@@ -68,7 +68,7 @@ Result result(std::string id, double value, std::string unit, std::map<std::stri
   r.parameters = std::move(p);
   r.value = value;
   r.unit = std::move(unit);
-  r.stats = {value, value, value, value, 0, 0, 1};
+  r.stats = {value, value, value, value, 0, 0, 1, value};
   return r;
 }
 

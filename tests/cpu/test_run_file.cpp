@@ -47,6 +47,18 @@ std::vector<std::string> list_dir(const fs::path& dir) {
   return names;
 }
 
+// A communicator of two processes on two hosts, every field distinct from its default.
+CommInfo two_rank_comm() {
+  CommInfo c;
+  c.launch = "mpi";
+  c.world_size = 2;
+  c.ranks = {RankInfo{0, "node-1", 4242, 0, 0, "NVIDIA H200", "GPU-0000", "00000000:19:00.0"},
+             RankInfo{1, "node-2", 77, 3, 5, "NVIDIA H200", "GPU-1111", "00000000:3B:00.0"}};
+  c.nccl_env = {{"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5_0:1,mlx5_1:1"}, {"NCCL_ALGO", ""}};
+  c.timeout_s = 0.25;
+  return c;
+}
+
 // Every field set, each to a value distinct from its default.
 RunFile full_run() {
   RunFile run;
@@ -106,7 +118,7 @@ RunFile full_run() {
   r.unit = "B/s";
   r.bytes_per_iteration = 8589934592.0;
   r.flops_per_iteration = 1.5e9;
-  r.stats = Stats{4.213e12, 4.198e12, 4.221e12, 4.2115e12, 6.1e9, 0.0014479, 5};
+  r.stats = Stats{4.213e12, 4.198e12, 4.221e12, 4.2115e12, 6.1e9, 0.0014479, 5, 4.221e12};
   r.samples = {4.213e12, 4.198e12, 4.221e12, 4.2105e12, 4.215e12};
   r.timing = Timing{20, 3, true, "noise", 1.84};
   r.peak = Peak{4.8e12, "B/s", "datasheet", "https://www.nvidia.com/en-us/data-center/h200/"};
@@ -119,6 +131,7 @@ RunFile full_run() {
   r.clocks = ClockRecord{1700, 1755, 1980, 3201, 612.5, 58, {"sw_power_cap", "hw_slowdown"}, 18};
   run.results = {r};
   run.errors = {RunError{"bench compute.fp8 on GPU 0", "not supported"}};
+  run.comm = two_rank_comm();
   return run;
 }
 
@@ -175,7 +188,8 @@ TEST(RunFileRoundTrip, EmptyOptionalsAreNullAndReadBackEmpty) {
         "\"nccl_version\": null", "\"pci_device_id\": null", "\"sm_clock_mhz\": null",
         "\"vbios_version\": null", "\"timing\": null", "\"peak\": null", "\"efficiency\": null",
         "\"clocks\": null", "\"bytes_per_iteration\": null", "\"flops_per_iteration\": null",
-        "\"peak_at_clock\": null", "\"efficiency_at_clock\": null"}) {
+        "\"peak_at_clock\": null", "\"efficiency_at_clock\": null", "\"p99\": null",
+        "\"comm\": null"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key;
   }
   const RunFile back = round_trip(run);
@@ -183,6 +197,68 @@ TEST(RunFileRoundTrip, EmptyOptionalsAreNullAndReadBackEmpty) {
   EXPECT_FALSE(back.system.gpus[0].pci_device_id.has_value());
   EXPECT_FALSE(back.results[0].timing.has_value());
   EXPECT_FALSE(back.results[0].clocks.has_value());
+  EXPECT_FALSE(back.results[0].stats.p99.has_value());
+  EXPECT_FALSE(back.comm.has_value());
+}
+
+TEST(RunFileRoundTrip, CommAndP99) {
+  // A collectives run: a latency result with its tail, and the communicator.
+  RunFile run = sparse_run();
+  Result& r = run.results[0];
+  r.id = "collective.all_reduce.time";
+  r.samples = {2.5e-5, 2.4e-5, 2.6e-5, 9.1e-5};
+  r.stats = Stats{2.55e-5, 2.4e-5, 9.1e-5, 4.15e-5, 3.3e-5, 1.29, 4, 9.1e-5};
+  r.value = r.stats.median;
+  run.comm = two_rank_comm();
+  const std::string text = to_json_text(run);
+  const RunFile back = round_trip(run);
+  EXPECT_EQ(back, run);
+  ASSERT_TRUE(back.comm.has_value());
+  EXPECT_EQ(*back.comm, *run.comm);
+  EXPECT_EQ(back.comm->nccl_env.at("NCCL_ALGO"), "");  // empty values are kept
+  EXPECT_EQ(back.results[0].stats.p99, 9.1e-5);
+  EXPECT_EQ(to_json_text(back), text);
+
+  // Each launch kind, a single rank, an empty environment.
+  for (const char* launch : {"single-process", "mpi", "nccl-comm-id", "file"}) {
+    RunFile one = sparse_run();
+    one.comm = CommInfo{launch, 1, {RankInfo{0, "h", 0, 0, 0, "", "", ""}}, {}, 1e-3};
+    EXPECT_EQ(round_trip(one), one) << launch;
+  }
+}
+
+TEST(RunFileText, P99AndCommPlacement) {
+  const std::string text = to_json_text(full_run());
+  const auto pos = [&](const std::string& key, std::size_t from = 0) {
+    return text.find("\"" + key + "\":", from);
+  };
+  // p99 is the last key of stats: after its sample count, before the samples array.
+  const auto stats = pos("stats");
+  EXPECT_LT(pos("noise", stats), pos("p99", stats));
+  EXPECT_NE(text.find("\"samples\": 5,\n        \"p99\": 4221000000000.0\n      },"),
+            std::string::npos);
+  // comm is the last top-level key, after errors; nccl_env is written sorted.
+  EXPECT_LT(pos("errors"), pos("comm"));
+  EXPECT_NE(text.find("\n  \"comm\": {\n    \"launch\": \"mpi\",\n    \"world_size\": 2,"),
+            std::string::npos);
+  EXPECT_LT(pos("NCCL_ALGO"), pos("NCCL_DEBUG"));
+  EXPECT_LT(pos("NCCL_DEBUG"), pos("NCCL_IB_HCA"));
+  EXPECT_LT(pos("nccl_env"), pos("timeout_s"));
+  EXPECT_EQ(text.substr(text.size() - 4), "}\n}\n");
+}
+
+TEST(RunFileFixtures, FilesWithoutP99OrCommStillLoad) {
+  // Written before stats.p99 and comm existed: still valid gpuvs.run/1 files.
+  const fs::path path = fs::path(GPUVS_SOURCE_DIR) / "data" / "reference" / "h200-sxm-run.json";
+  const std::string text = read_bytes(path);
+  ASSERT_EQ(text.find("\"p99\""), std::string::npos) << "the reference run has been rewritten";
+  ASSERT_EQ(text.find("\"comm\""), std::string::npos);
+  const RunFile run = load_run_file(path);
+  ASSERT_FALSE(run.results.empty());
+  for (const Result& r : run.results)
+    EXPECT_FALSE(r.stats.p99.has_value()) << r.id;
+  EXPECT_FALSE(run.comm.has_value());
+  EXPECT_EQ(round_trip(run), run);
 }
 
 TEST(RunFileRoundTrip, PeakAtClockFields) {
@@ -338,9 +414,12 @@ TEST(RunFileFixtures, ValidFullIsCanonicalAndReadsBack) {
   EXPECT_NEAR(*hbm.efficiency, hbm.value / hbm.peak->value, 1e-12);
   EXPECT_EQ(hbm.stats.samples, int(hbm.samples.size()));
   EXPECT_TRUE(hbm.clocks->throttle_reasons.empty());
+  EXPECT_EQ(hbm.stats.p99, hbm.stats.max);  // 5 samples: the largest
   EXPECT_EQ(run.results[1].status, Status::kUnsupported);
   EXPECT_FALSE(run.results[1].timing.has_value());
+  EXPECT_FALSE(run.results[1].stats.p99.has_value());
   ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_FALSE(run.comm.has_value());
   // The fixture is written in canonical form: what gpuvs writes is what is there.
   EXPECT_EQ(to_json_text(run), read_bytes(path));
 }
@@ -532,6 +611,26 @@ TEST_F(RunFileDisk, InvalidRunIsNotWritten) {
   run.results[0].value = std::nan("");
   const std::string msg = expect_write_failure([&] { save_run_file(run, path); }, path);
   EXPECT_NE(msg.find("results[0].value: expected a number, got null"), std::string::npos) << msg;
+  EXPECT_EQ(read_bytes(path), "old");
+  EXPECT_EQ(list_dir(dir_), std::vector<std::string>{"run.json"});
+}
+
+TEST_F(RunFileDisk, InvalidCommIsNotWritten) {
+  // The save check covers the new sections too: a rank missing from comm.ranks.
+  const fs::path path = dir_ / "run.json";
+  write_bytes(path, "old");
+  RunFile run = full_run();
+  run.comm->ranks.pop_back();
+  const std::string msg = expect_write_failure([&] { save_run_file(run, path); }, path);
+  EXPECT_EQ(msg, "cannot write " + path.string() +
+                     ": the run does not pass validation: run.json: comm.ranks: has 1 entries, "
+                     "world_size is 2");
+  run = full_run();
+  run.results[0].stats.p99 = 5e12;
+  const std::string p99 = expect_write_failure([&] { save_run_file(run, path); }, path);
+  EXPECT_NE(p99.find("run.json: results[0].stats.p99: min <= p99 <= max does not hold"),
+            std::string::npos)
+      << p99;
   EXPECT_EQ(read_bytes(path), "old");
   EXPECT_EQ(list_dir(dir_), std::vector<std::string>{"run.json"});
 }

@@ -74,9 +74,43 @@ std::string expect_refused(std::string_view text, std::initializer_list<std::str
   return {};
 }
 
+// Asserts that `text` is refused with exactly `message`.
+void expect_message(std::string_view text, const std::string& message) {
+  EXPECT_EQ(expect_refused(text, {}), message);
+}
+
+// A valid comm section: two ranks of one MPI job on two hosts.
+ojson valid_comm() {
+  return ojson::parse(R"({
+    "launch": "mpi",
+    "world_size": 2,
+    "ranks": [
+      {"rank": 0, "host": "gpu-node-07", "pid": 4242, "local_rank": 0, "device": 0,
+       "gpu_name": "NVIDIA H200", "gpu_uuid": "GPU-3f8a2c1e-7b45-4d9a-9e21-0c6b5d4f8a17",
+       "pci_bus_id": "00000000:19:00.0"},
+      {"rank": 1, "host": "gpu-node-08", "pid": 4243, "local_rank": 0, "device": 0,
+       "gpu_name": "NVIDIA H200", "gpu_uuid": "GPU-9a0b1c2d-0000-4000-8000-000000000001",
+       "pci_bus_id": "00000000:19:00.0"}
+    ],
+    "nccl_env": {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "mlx5"},
+    "timeout_s": 300.0
+  })");
+}
+
+// valid_full.json with valid_comm() as its comm section, then changed by `edit`.
+std::string with_comm(const std::function<void(ojson&)>& edit) {
+  return edited([&](ojson& d) {
+    d["comm"] = valid_comm();
+    edit(d["comm"]);
+  });
+}
+
 TEST(RunFileMalformed, FixtureIsValid) {
   // Every test below breaks exactly one thing in this file.
   EXPECT_NO_THROW(parse_run_file(edited([](ojson&) {}), "run.json"));
+  const RunFile run = parse_run_file(with_comm([](ojson&) {}), "run.json");
+  ASSERT_TRUE(run.comm.has_value());
+  EXPECT_EQ(run.comm->ranks.size(), 2u);
 }
 
 // ---------------------------------------------------------------- JSON syntax
@@ -96,7 +130,9 @@ TEST(RunFileMalformed, NotJson) {
 
 TEST(RunFileMalformed, TruncatedJson) {
   const std::string text = read_bytes(kRuns / "valid_full.json");
-  expect_refused(text.substr(0, text.size() / 2), {"not valid JSON at byte ", "end of input"});
+  // Cut at the end of a line near the middle, so not inside a string.
+  expect_refused(text.substr(0, text.find('\n', text.size() / 2)),
+                 {"not valid JSON at byte ", "end of input"});
   expect_refused(text.substr(0, text.size() - 2), {"not valid JSON at byte "});
 }
 
@@ -383,6 +419,153 @@ TEST(RunFileMalformed, OptionalObjectOfWrongType) {
 TEST(RunFileMalformed, ErrorEntryIncomplete) {
   expect_refused(edited([](ojson& d) { d["errors"][0].erase("message"); }),
                  {"run.json: errors[0].message: required field is missing"});
+}
+
+// ---------------------------------------------------------------- stats.p99
+
+TEST(RunFileMalformed, P99OutsideMinMax) {
+  expect_message(edited([](ojson& d) { d["results"][0]["stats"]["p99"] = 5e12; }),
+                 "run.json: results[0].stats.p99: min <= p99 <= max does not hold (min "
+                 "4198000000000, p99 5000000000000, max 4221000000000)");
+  expect_message(edited([](ojson& d) { d["results"][0]["stats"]["p99"] = 1.0; }),
+                 "run.json: results[0].stats.p99: min <= p99 <= max does not hold (min "
+                 "4198000000000, p99 1, max 4221000000000)");
+  // The bounds themselves are fine.
+  EXPECT_NO_THROW(parse_run_file(
+      edited([](ojson& d) { d["results"][0]["stats"]["p99"] = 4198000000000.0; }), "run.json"));
+  // Missing (files written before p99) and null are both no p99.
+  EXPECT_NO_THROW(
+      parse_run_file(edited([](ojson& d) { d["results"][0]["stats"].erase("p99"); }), "run.json"));
+  // With no samples the bounds are not checked, as for the median.
+  EXPECT_NO_THROW(
+      parse_run_file(edited([](ojson& d) { d["results"][1]["stats"]["p99"] = 3.0; }), "run.json"));
+}
+
+TEST(RunFileMalformed, P99WrongType) {
+  expect_message(edited([](ojson& d) { d["results"][0]["stats"]["p99"] = "4.2e12"; }),
+                 "run.json: results[0].stats.p99: expected a number, got string");
+}
+
+// ---------------------------------------------------------------- comm
+
+TEST(RunFileMalformed, CommIsNotAnObject) {
+  expect_message(edited([](ojson& d) { d["comm"] = "mpi"; }),
+                 "run.json: comm: expected an object, got string");
+  expect_message(edited([](ojson& d) { d["comm"] = ojson::array(); }),
+                 "run.json: comm: expected an object, got array");
+  // Absent and null both mean no collectives ran.
+  EXPECT_NO_THROW(parse_run_file(edited([](ojson& d) { d.erase("comm"); }), "run.json"));
+}
+
+TEST(RunFileMalformed, CommFieldMissing) {
+  for (const char* key : {"launch", "world_size", "ranks", "nccl_env", "timeout_s"}) {
+    expect_message(with_comm([&](ojson& c) { c.erase(key); }),
+                   std::string("run.json: comm.") + key + ": required field is missing");
+  }
+  for (const char* key :
+       {"rank", "host", "pid", "local_rank", "device", "gpu_name", "gpu_uuid", "pci_bus_id"}) {
+    expect_message(with_comm([&](ojson& c) { c["ranks"][1].erase(key); }),
+                   std::string("run.json: comm.ranks[1].") + key + ": required field is missing");
+  }
+}
+
+TEST(RunFileMalformed, CommUnknownLaunch) {
+  expect_message(with_comm([](ojson& c) { c["launch"] = "srun"; }),
+                 "run.json: comm.launch: unknown launch \"srun\" (expected single-process, mpi, "
+                 "nccl-comm-id or file)");
+  expect_message(with_comm([](ojson& c) { c["launch"] = "MPI"; }),
+                 "run.json: comm.launch: unknown launch \"MPI\" (expected single-process, mpi, "
+                 "nccl-comm-id or file)");
+  expect_message(with_comm([](ojson& c) { c["launch"] = 1; }),
+                 "run.json: comm.launch: expected a string, got integer");
+}
+
+TEST(RunFileMalformed, CommWorldSizeBelowOne) {
+  expect_message(with_comm([](ojson& c) { c["world_size"] = 0; }),
+                 "run.json: comm.world_size: must be >= 1, got 0");
+  expect_message(with_comm([](ojson& c) { c["world_size"] = -2; }),
+                 "run.json: comm.world_size: must be >= 1, got -2");
+}
+
+TEST(RunFileMalformed, CommRankCountIsNotWorldSize) {
+  expect_message(with_comm([](ojson& c) { c["ranks"].erase(1); }),
+                 "run.json: comm.ranks: has 1 entries, world_size is 2");
+  expect_message(with_comm([](ojson& c) { c["world_size"] = 3; }),
+                 "run.json: comm.ranks: has 2 entries, world_size is 3");
+  expect_message(with_comm([](ojson& c) { c["ranks"] = ojson::object(); }),
+                 "run.json: comm.ranks: expected an array, got object");
+  expect_message(with_comm([](ojson& c) { c["ranks"][0] = 0; }),
+                 "run.json: comm.ranks[0]: expected an object, got integer");
+}
+
+TEST(RunFileMalformed, CommRankIsNotItsIndex) {
+  expect_message(with_comm([](ojson& c) { c["ranks"][1]["rank"] = 0; }),
+                 "run.json: comm.ranks[1].rank: must equal its index in comm.ranks (1), got 0");
+  expect_message(with_comm([](ojson& c) { std::swap(c["ranks"][0], c["ranks"][1]); }),
+                 "run.json: comm.ranks[0].rank: must equal its index in comm.ranks (0), got 1");
+  expect_message(with_comm([](ojson& c) { c["ranks"][0]["rank"] = -1; }),
+                 "run.json: comm.ranks[0].rank: must equal its index in comm.ranks (0), got -1");
+}
+
+TEST(RunFileMalformed, CommRankEmptyHost) {
+  expect_message(with_comm([](ojson& c) { c["ranks"][1]["host"] = ""; }),
+                 "run.json: comm.ranks[1].host: must not be empty");
+}
+
+TEST(RunFileMalformed, CommRankNegativeNumbers) {
+  expect_message(with_comm([](ojson& c) { c["ranks"][0]["pid"] = -1; }),
+                 "run.json: comm.ranks[0].pid: must be >= 0, got -1");
+  expect_message(with_comm([](ojson& c) { c["ranks"][1]["local_rank"] = -1; }),
+                 "run.json: comm.ranks[1].local_rank: must be >= 0, got -1");
+  expect_message(with_comm([](ojson& c) { c["ranks"][1]["device"] = -3; }),
+                 "run.json: comm.ranks[1].device: must be >= 0, got -3");
+  expect_message(with_comm([](ojson& c) { c["ranks"][0]["pid"] = 4294967296LL; }),
+                 "run.json: comm.ranks[0].pid: integer 4294967296 is out of range [-2147483648, "
+                 "2147483647]");
+  // Zero is a real pid, local rank and device.
+  EXPECT_NO_THROW(parse_run_file(with_comm([](ojson& c) {
+                                   c["ranks"][0]["pid"] = 0;
+                                   c["ranks"][1]["device"] = 0;
+                                 }),
+                                 "run.json"));
+}
+
+TEST(RunFileMalformed, CommNcclEnv) {
+  expect_message(with_comm([](ojson& c) { c["nccl_env"]["CUDA_VISIBLE_DEVICES"] = "0,1"; }),
+                 "run.json: comm.nccl_env.CUDA_VISIBLE_DEVICES: not an NCCL variable (must start "
+                 "with NCCL_)");
+  expect_message(with_comm([](ojson& c) { c["nccl_env"]["nccl_debug"] = "INFO"; }),
+                 "run.json: comm.nccl_env.nccl_debug: not an NCCL variable (must start with "
+                 "NCCL_)");
+  expect_message(with_comm([](ojson& c) { c["nccl_env"][""] = "x"; }),
+                 "run.json: comm.nccl_env[\"\"]: not an NCCL variable (must start with NCCL_)");
+  expect_message(with_comm([](ojson& c) { c["nccl_env"]["NCCL_DEBUG"] = 1; }),
+                 "run.json: comm.nccl_env.NCCL_DEBUG: expected a string, got integer");
+  expect_message(with_comm([](ojson& c) { c["nccl_env"]["NCCL_DEBUG"] = nullptr; }),
+                 "run.json: comm.nccl_env.NCCL_DEBUG: expected a string, got null");
+  expect_message(with_comm([](ojson& c) { c["nccl_env"] = ojson::array({"NCCL_DEBUG=WARN"}); }),
+                 "run.json: comm.nccl_env: expected an object, got array");
+  EXPECT_NO_THROW(
+      parse_run_file(with_comm([](ojson& c) { c["nccl_env"] = ojson::object(); }), "run.json"));
+}
+
+TEST(RunFileMalformed, CommTimeoutNotPositive) {
+  expect_message(with_comm([](ojson& c) { c["timeout_s"] = 0; }),
+                 "run.json: comm.timeout_s: must be > 0, got 0");
+  expect_message(with_comm([](ojson& c) { c["timeout_s"] = -1.5; }),
+                 "run.json: comm.timeout_s: must be > 0, got -1.5");
+  expect_message(with_comm([](ojson& c) { c["timeout_s"] = "300"; }),
+                 "run.json: comm.timeout_s: expected a number, got string");
+}
+
+TEST(RunFileMalformed, CommDuplicateKey) {
+  // The parser refuses it before the fields are read, here as anywhere.
+  std::string text = with_comm([](ojson&) {});
+  const std::string from = "\"launch\": \"mpi\",";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), from + " \"launch\": \"file\",");
+  expect_message(text,
+                 "run.json: comm.launch: duplicate key (each key may appear once per object)");
 }
 
 // ---------------------------------------------------------------- files

@@ -20,7 +20,8 @@ reqs=(
 if [ "$need" = test ]; then
   reqs+=("cmd:clang++:clang" "cmd:clang-format:clang-format"
          "glob:/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-dev"
-         "cmd:chromium:chromium" "cmd:node:nodejs" "cmd:npm:npm")
+         "cmd:chromium:chromium" "cmd:node:nodejs" "cmd:npm:npm"
+         "glob:/usr/lib/*/openmpi/include/mpi.h:libopenmpi-dev")
 fi
 
 missing=()

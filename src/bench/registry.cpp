@@ -11,7 +11,7 @@ namespace gpuvs {
 
 namespace {
 
-const std::array<BenchmarkInfo, 10> kBenchmarks = {{
+const std::array<BenchmarkInfo, 12> kBenchmarks = {{
     {"memory.hbm", "memory",
      "HBM read, write, copy, scale, add, triad, dot (launch shape tuned per device)", true,
      run_hbm},
@@ -36,6 +36,13 @@ const std::array<BenchmarkInfo, 10> kBenchmarks = {{
     {"peer.link", "peer",
      "Peer links per GPU pair: copy engine and SM copies, one and both ways, latency, path", true,
      run_peer, BenchScope::kAllDevices},
+    {"collectives.nccl", "collectives",
+     "NCCL all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv: "
+     "busbw and latency vs size, data checked",
+     true, run_collectives, BenchScope::kAllDevices},
+    {"collectives.algorithms", "collectives",
+     "Which NCCL_ALGO x NCCL_PROTO wins per op and size, against NCCL's default choice", false,
+     run_collective_study, BenchScope::kAllDevices},
     {"launch.overhead", "launch",
      "Kernel launch latency and rate, graph replay per node, graph vs stream speed-up", true,
      run_launch},

@@ -4,13 +4,19 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "comm/collective_options.h"
 #include "core/run_file.h"
 #include "measure/harness.h"
+
+namespace gpuvs::comm {
+struct World;
+}
 
 namespace gpuvs {
 
@@ -21,6 +27,17 @@ struct BenchContext {
   bool quick = false;  // `gpuvs run`'s short pass: smaller sweeps, same kernels
   WallClock& clock;
   std::vector<int> devices;  // every GPU selected for the session (peer, collectives)
+  // Collectives: what to measure; the other ranks when each is its own process
+  // (nullptr: this process drives every selected GPU); where to record how the
+  // communicator was formed (the run file's comm section).
+  const comm::CollectiveOptions* collectives = nullptr;
+  comm::World* world = nullptr;
+  std::optional<CommInfo>* comm_record = nullptr;
+  // A line about where a long benchmark is (the session shows it on the terminal).
+  std::function<void(const std::string&)> progress = nullptr;
+  // Long benchmarks hand over the results so far; the session saves them (at most
+  // every few seconds), so a kill loses only the last moments.
+  std::function<void(std::span<const Result>)> checkpoint = nullptr;
 };
 
 // How often the session calls a benchmark: once per selected GPU, or once for the
@@ -56,5 +73,7 @@ std::vector<Result> run_launch(BenchContext& ctx);            // launch.cpp
 std::vector<Result> run_compute_fma(BenchContext& ctx);       // compute_fma.cpp
 std::vector<Result> run_compute_gemm(BenchContext& ctx);      // compute_gemm.cpp
 std::vector<Result> run_compute_roofline(BenchContext& ctx);  // roofline.cpp
+std::vector<Result> run_collectives(BenchContext& ctx);       // collectives.cpp (all GPUs)
+std::vector<Result> run_collective_study(BenchContext& ctx);  // collective_study.cpp
 
 }  // namespace gpuvs

@@ -1,6 +1,8 @@
 // `gpuvs bench [NAME...]`: micro-benchmarks by name or group, full measurement rules.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "cli/app.h"
 #include "cli/session.h"
 
@@ -19,7 +21,29 @@ struct BenchArgs {
   bool quick = false;
   double time_cap_s = 0;
   double target_noise = 0;
+  // collectives
+  std::string ops, sizes, graph, algos, protos, rendezvous, nccl_tests;
+  double timeout_s = 60;
+  std::optional<int> rank, ranks;
 };
+
+#if GPUVS_HAVE_CUDA
+comm::CollectiveOptions collective_options(const BenchArgs& a) {
+  comm::CollectiveOptions o;
+  if (!a.ops.empty()) o.ops = comm::parse_ops(a.ops);
+  if (!a.sizes.empty()) comm::parse_size_range(a.sizes, o);
+  if (!a.graph.empty()) o.graph = comm::parse_graph_mode(a.graph);
+  if (!a.algos.empty()) o.algos = comm::parse_nccl_values(a.algos, comm::nccl_algos(), "--algos");
+  if (!a.protos.empty())
+    o.protos = comm::parse_nccl_values(a.protos, comm::nccl_protos(), "--protos");
+  o.timeout_s = a.timeout_s;
+  o.nccl_tests_dir = a.nccl_tests;
+  o.launch.rank = a.rank;
+  o.launch.ranks = a.ranks;
+  o.launch.rendezvous = a.rendezvous;
+  return o;
+}
+#endif
 
 }  // namespace
 
@@ -38,11 +62,43 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
   sub->add_option("--noise", args->target_noise,
                   "Stop sampling at this relative noise, e.g. 0.005 (default)")
       ->check(CLI::Range(0.0, 1.0));
+  const std::string coll = "Collectives";
+  sub->add_option("--ops", args->ops,
+                  "Collectives to measure: all_reduce,all_gather,broadcast,reduce_scatter,reduce,"
+                  "alltoall,sendrecv (default: all)")
+      ->group(coll);
+  sub->add_option("--sizes", args->sizes, "Message sizes MIN:MAX[:FACTOR], e.g. 8:4G:2 (default)")
+      ->group(coll);
+  sub->add_option("--graph", args->graph,
+                  "Also measure as CUDA graphs: auto (up to 1 MiB, default), off, on")
+      ->group(coll);
+  sub->add_option("--algos", args->algos,
+                  "Algorithm study: NCCL_ALGO values to try, e.g. Ring,Tree (default: all)")
+      ->group(coll);
+  sub->add_option("--protos", args->protos,
+                  "Algorithm study: NCCL_PROTO values to try, e.g. LL,Simple (default: all)")
+      ->group(coll);
+  sub->add_option("--timeout", args->timeout_s,
+                  "Seconds before a collective that does not finish aborts the run (default 60)")
+      ->check(CLI::PositiveNumber)
+      ->group(coll);
+  sub->add_option("--rendezvous", args->rendezvous,
+                  "Ranks without MPI meet through file:PATH (a path every rank sees)")
+      ->group(coll);
+  sub->add_option("--rank", args->rank, "This process's rank (with --ranks; no launcher)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(coll);
+  sub->add_option("--ranks", args->ranks, "Number of ranks (with --rank; no launcher)")
+      ->check(CLI::PositiveNumber)
+      ->group(coll);
+  sub->add_option("--nccl-tests", args->nccl_tests,
+                  "Directory of NVIDIA nccl-tests binaries to run beside gpuvs, same sizes")
+      ->group(coll);
   sub->callback([&ctx, args] {
 #if GPUVS_HAVE_CUDA
     if (args->list) {
       for (const BenchmarkInfo& b : benchmarks())
-        fmt::print("{:<16} {:<12} {}\n", b.name, b.group, b.summary);
+        fmt::print("{:<22} {:<12} {}\n", b.name, b.group, b.summary);
       ctx.exit_code = ExitCode::kOk;
       return;
     }
@@ -54,6 +110,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
     options.measure = args->quick ? quick_options() : MeasureOptions{};
     if (args->time_cap_s > 0) options.measure.time_cap_s = args->time_cap_s;
     if (args->target_noise > 0) options.measure.target_noise = args->target_noise;
+    options.collectives = collective_options(*args);
     ctx.exit_code = run_session(ctx.global, options);
 #else
     (void)ctx;

@@ -10,6 +10,8 @@
 
 #if GPUVS_HAVE_CUDA
 #include "bench/registry.h"
+#include "comm/nccl_comm.h"
+#include "comm/world.h"
 #include "gpu/probe.h"
 #endif
 
@@ -24,14 +26,51 @@ void throw_built_without_cuda(const std::string& command) {
 
 #if GPUVS_HAVE_CUDA
 
+namespace {
+
+// Several processes, one per GPU (mpirun, srun, NCCL_COMM_ID, a rendezvous file):
+// only the collectives run, each rank on its GPU; rank 0 writes the run file.
+void require_collectives_only(const SessionOptions& options, const comm::Launch& launch) {
+  for (const BenchmarkInfo* b : options.benchmarks) {
+    if (b->group != "collectives") {
+      throw UsageError(fmt::format(
+          "this is rank {} of {} ({}): with one process per GPU only the collectives run; use "
+          "`gpuvs bench collectives` (benchmark '{}' measures one GPU: run it without the "
+          "launcher)",
+          launch.rank, launch.world_size, launch.source, b->name));
+    }
+  }
+}
+
+}  // namespace
+
 ExitCode run_session(const GlobalOptions& global, const SessionOptions& options) {
+  const comm::Launch launch =
+      comm::detect_launch(options.collectives.launch, comm::process_env(), comm::built_with_mpi());
+  if (launch.multi_process()) require_collectives_only(options, launch);
+
   RunFile run;
   run.meta = make_meta(options.command, global.argv);
   run.system = probe_system();  // CannotRunError (exit 3) when there is no GPU
-  const std::vector<int> devices =
-      parse_gpu_list(options.gpu_list, static_cast<int>(run.system.gpus.size()));
-  const auto path = run_file_path(global, options.command, run.meta);
-  save_run_file(run, path);  // the file exists from the start, complete at every step
+  std::unique_ptr<comm::World> world;
+  std::vector<int> devices;
+  if (launch.multi_process()) {
+    world = comm::join_world(launch, options.collectives.timeout_s,
+                             static_cast<int>(run.system.gpus.size()));
+    devices = {world->device};
+  } else {
+    devices = parse_gpu_list(options.gpu_list, static_cast<int>(run.system.gpus.size()));
+  }
+  // Rank 0 (or the only process) writes the run file and talks on stdout.
+  const bool writer = world == nullptr || world->rank() == 0;
+  GlobalOptions shown = global;
+  if (!writer) shown.quiet = true;
+  const auto path =
+      writer ? run_file_path(global, options.command, run.meta) : std::filesystem::path();
+  auto save = [&] {
+    if (writer) save_run_file(run, path);
+  };
+  save();  // the file exists from the start, complete at every step
 
   // One step per (benchmark, GPU), or per benchmark for those that need every GPU.
   struct Step {
@@ -48,28 +87,70 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     }
   }
 
-  Progress progress(global);
-  for (size_t i = 0; i < steps.size(); ++i) {
+  Progress progress(shown);
+  bool aborted = false;
+  constexpr double kCheckpointS = 2;
+  double last_checkpoint_s = 0;
+  for (size_t i = 0; i < steps.size() && !aborted; ++i) {
     const Step& s = steps[i];
     const std::string where =
-        s.device < 0
+        world != nullptr ? fmt::format("{} ranks", world->size())
+        : s.device < 0
             ? fmt::format("{} GPU(s)", devices.size())
             : fmt::format("GPU {} ({})", s.device, short_gpu_name(run.system.gpus[s.device].name));
-    progress.step(fmt::format("[{}/{}] {} on {}", i + 1, steps.size(), s.bench->name, where));
-    BenchContext ctx{run.system,          s.device < 0 ? devices.front() : s.device,
-                     options.measure,     options.quick,
-                     steady_wall_clock(), devices};
+    const std::string head =
+        fmt::format("[{}/{}] {} on {}", i + 1, steps.size(), s.bench->name, where);
+    progress.step(head);
+    BenchContext ctx{
+        .system = run.system,
+        .device = s.device < 0 ? devices.front() : s.device,
+        .options = options.measure,
+        .quick = options.quick,
+        .clock = steady_wall_clock(),
+        .devices = devices,
+        .collectives = &options.collectives,
+        .world = world.get(),
+        .comm_record = &run.comm,
+        .progress = [&](const std::string& detail) { progress.step(head + ": " + detail); },
+        .checkpoint =
+            [&](std::span<const Result> partial) {
+              const double t = steady_wall_clock().now_s();
+              if (!writer || t - last_checkpoint_s < kCheckpointS) return;
+              last_checkpoint_s = t;
+              RunFile copy = run;
+              copy.results.insert(copy.results.end(), partial.begin(), partial.end());
+              copy.meta.finished_at = utc_now_iso8601();
+              save_run_file(copy, path);
+            }};
     try {
       for (Result& r : s.bench->run(ctx))
         run.results.push_back(std::move(r));
+    } catch (comm::CollectiveAbort& e) {
+      // The communicator is gone (timeout, dead peer, NCCL error): keep what was
+      // measured, say why, and stop: other ranks are stopping too.
+      for (Result& r : e.partial)
+        run.results.push_back(std::move(r));
+      run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
+      aborted = true;
+      if (!writer) fmt::print(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
     } catch (const Error& e) {
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
+      if (!writer) fmt::print(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
     }
     run.meta.finished_at = utc_now_iso8601();
-    save_run_file(run, path);
+    save();
   }
   progress.done();
+  if (world != nullptr && !aborted) {
+    const std::vector<int> missing = world->finish();
+    for (int r : missing) {
+      run.errors.push_back({"collectives: orderly end",
+                            fmt::format("{} did not finish", world->control->describe_rank(r))});
+    }
+    save();
+  }
 
+  if (!writer) return exit_code_for(run);
   if (global.json) {
     fmt::print("{}", to_json_text(run));
   } else {

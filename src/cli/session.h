@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "comm/collective_options.h"
 #include "measure/harness.h"
 
 namespace gpuvs {
@@ -21,6 +22,7 @@ struct SessionOptions {
   std::vector<const BenchmarkInfo*> benchmarks;
   MeasureOptions measure;
   bool quick = false;
+  comm::CollectiveOptions collectives;  // also says how ranks were launched
 };
 
 // Runs the session; returns the exit code for the run (exit_code_for).

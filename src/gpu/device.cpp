@@ -183,4 +183,67 @@ void GraphExec::launch(cudaStream_t stream) const {
   GPUVS_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
 }
 
+GraphSet::GraphSet(const std::vector<cudaStream_t>& streams, const std::function<void()>& enqueue)
+    : streams_(streams) {
+  // Global mode: NCCL's own setup calls during capture must not be hidden from it.
+  size_t begun = 0;
+  cudaError_t err = cudaSuccess;
+  for (; begun < streams_.size() && err == cudaSuccess; ++begun)
+    err = cudaStreamBeginCapture(streams_[begun], cudaStreamCaptureModeGlobal);
+  if (err == cudaSuccess) {
+    try {
+      enqueue();
+    } catch (...) {
+      for (cudaStream_t s : streams_) {
+        cudaGraph_t broken = nullptr;
+        cudaStreamEndCapture(s, &broken);
+        if (broken) cudaGraphDestroy(broken);
+      }
+      cudaGetLastError();
+      throw;
+    }
+  }
+  for (size_t i = 0; i < begun; ++i) {
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(streams_[i], &g);
+    if (g) graphs_.push_back(g);
+    if (err == cudaSuccess) err = end;
+  }
+  for (size_t i = 0; err == cudaSuccess && i < graphs_.size(); ++i) {
+    cudaGraphExec_t e = nullptr;
+    int device = 0;
+    err = cudaStreamGetDevice(streams_[i], &device);
+    if (err != cudaSuccess) break;
+    DeviceScope scope(device);
+    err = cudaGraphInstantiate(&e, graphs_[i], 0);
+    if (err == cudaSuccess) execs_.push_back(e);
+  }
+  if (err != cudaSuccess) {
+    release();
+    GPUVS_CUDA_CHECK(err);
+  }
+}
+
+GraphSet::~GraphSet() {
+  release();
+}
+
+void GraphSet::release() noexcept {
+  for (cudaGraphExec_t e : execs_)
+    cudaGraphExecDestroy(e);
+  for (cudaGraph_t g : graphs_)
+    cudaGraphDestroy(g);
+  execs_.clear();
+  graphs_.clear();
+}
+
+void GraphSet::launch() const {
+  for (size_t i = 0; i < execs_.size(); ++i) {
+    int device = 0;
+    GPUVS_CUDA_CHECK(cudaStreamGetDevice(streams_[i], &device));
+    DeviceScope scope(device);
+    GPUVS_CUDA_CHECK(cudaGraphLaunch(execs_[i], streams_[i]));
+  }
+}
+
 }  // namespace gpuvs

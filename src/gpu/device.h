@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace gpuvs {
 
@@ -161,6 +162,24 @@ class GraphExec {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   size_t nodes_ = 0;
+};
+
+// CUDA graphs captured together from several streams (one per GPU) while one call
+// enqueues work on all of them, e.g. a grouped NCCL collective over every local GPU.
+// One graph per stream; launch() replays each on its stream.
+class GraphSet {
+ public:
+  GraphSet(const std::vector<cudaStream_t>& streams, const std::function<void()>& enqueue);
+  ~GraphSet();
+  GraphSet(const GraphSet&) = delete;
+  GraphSet& operator=(const GraphSet&) = delete;
+  void launch() const;
+
+ private:
+  void release() noexcept;
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaGraph_t> graphs_;
+  std::vector<cudaGraphExec_t> execs_;
 };
 
 }  // namespace gpuvs

@@ -31,8 +31,9 @@ void EventTimed::flush() {
   if (flusher_) flusher_->flush(stream_);
 }
 
-NvmlClockWatch::NvmlClockWatch(int cuda_device)
-    : sampler_(std::make_unique<ClockSampler>(cuda_device)) {}
+NvmlClockWatch::NvmlClockWatch(int cuda_device, std::chrono::milliseconds interval)
+    : sampler_(
+          std::make_unique<ClockSampler>(cuda_device, ClockSamplerOptions{.interval = interval})) {}
 
 NvmlClockWatch::~NvmlClockWatch() = default;
 

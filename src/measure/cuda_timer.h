@@ -3,6 +3,7 @@
 // ClockWatch over NVML sampling.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -42,7 +43,10 @@ class EventTimed final : public Timed {
 // NVML clock sampling of one CUDA device while a result is measured.
 class NvmlClockWatch final : public ClockWatch {
  public:
-  explicit NvmlClockWatch(int cuda_device);
+  // `interval`: how often NVML is polled. NVML calls take the driver's time; host-bound
+  // work such as small NCCL collectives is measured with a sparse watch (200 ms).
+  explicit NvmlClockWatch(int cuda_device,
+                          std::chrono::milliseconds interval = std::chrono::milliseconds(10));
   ~NvmlClockWatch() override;
   void start() override;
   ClockRecord stop() override;

@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "core/verdict.h"
+#include "report/collectives.h"
 #include "report/summary.h"
 
 namespace gpuvs {
@@ -150,14 +151,6 @@ std::string param_text(const ParamValue& v) {
       v);
 }
 
-std::optional<double> number_param(const Result& r, const std::string& key) {
-  const auto it = r.parameters.find(key);
-  if (it == r.parameters.end()) return std::nullopt;
-  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
-  if (const auto* d = std::get_if<double>(&it->second)) return *d;
-  return std::nullopt;
-}
-
 bool positive(double v) {
   return std::isfinite(v) && v > 0;
 }
@@ -237,13 +230,16 @@ struct Charts {
       add(std::move(spec));
     html += "</div>\n</section>\n";
   }
-  void add(Json spec) {
-    html += fmt::format(
+  void add(Json spec) { html += container(std::move(spec)); }
+  // Registers the chart and returns its container, for sections placed elsewhere.
+  std::string container(Json spec) {
+    std::string out = fmt::format(
         "<figure class=\"chart\"><figcaption>{0}</figcaption><div class=\"chart-box\">"
         "<canvas id=\"chart-{1}\" data-chart=\"{1}\" role=\"img\" aria-label=\"{0}\"></canvas>"
         "</div></figure>\n",
         esc(spec["title"].get<std::string>()), specs.size());
     specs.push_back(std::move(spec));
+    return out;
   }
 };
 
@@ -384,10 +380,11 @@ void sweep_charts(Charts& ch, const std::vector<const RunFile*>& runs) {
   std::map<std::pair<std::string, std::string>, size_t> by_key;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     for (const Result& r : runs[ri]->results) {
-      if (r.status != Status::kOk || !positive(r.value) || r.id.rfind("roofline.", 0) == 0)
+      if (r.status != Status::kOk || !positive(r.value) || r.id.rfind("roofline.", 0) == 0 ||
+          is_collective_result(r))  // charted by operation in their own section
         continue;
       const std::string size_key = r.parameters.count("bytes") ? "bytes" : "size_bytes";
-      const auto size = number_param(r, size_key);
+      const auto size = number_parameter(r, size_key);
       if (!size || !positive(*size)) continue;
       std::string stem = r.id;
       const size_t dot = stem.rfind('.');
@@ -428,16 +425,16 @@ void roofline_chart(Charts& ch, const std::vector<const RunFile*>& runs) {
     for (const Result& r : runs[ri]->results) {
       if (r.status != Status::kOk || r.id.rfind("roofline.", 0) != 0 || !positive(r.value))
         continue;
-      const auto intensity = number_param(r, "intensity");
+      const auto intensity = number_parameter(r, "intensity");
       if (!intensity || !positive(*intensity)) continue;
       Series& s = c.series_for(series_proto(
           ri, r, fmt::format("{} {}", run_prefix(runs, ri, r), r.id.substr(9)), false));
       s.points.emplace_back(*intensity, r.value);
-      std::optional<double> peak, bandwidth = number_param(r, "peak_bandwidth");
+      std::optional<double> peak, bandwidth = number_parameter(r, "peak_bandwidth");
       if (r.peak && r.peak->unit == "FLOP/s") peak = r.peak->value;
       if (const Result* ridge = ridge_of(*runs[ri], r)) {
-        peak = number_param(*ridge, "peak_flops");
-        bandwidth = number_param(*ridge, "bandwidth");
+        peak = number_parameter(*ridge, "peak_flops");
+        bandwidth = number_parameter(*ridge, "bandwidth");
       }
       if (peak && positive(*peak)) s.peak = peak;
       if (bandwidth && positive(*bandwidth)) s.peak_bandwidth = bandwidth;
@@ -548,11 +545,25 @@ void gpu_fingerprint(std::string& out, const GpuInfo& g, size_t run_index) {
 
 void results_table(std::string& out, const RunFile& run) {
   if (run.results.empty()) return;
+  const auto collective = std::count_if(run.results.begin(), run.results.end(),
+                                        [](const Result& r) { return is_collective_result(r); });
+  if (collective > 0)
+    out += fmt::format(
+        "<p>{} collective results are shown by operation in the Collectives "
+        "section.</p>\n",
+        collective);
+  if (run.results.size() == static_cast<size_t>(collective)) {
+    for (const RunError& e : run.errors)  // as below: a run of collectives only has them too
+      out +=
+          fmt::format("<p class=\"error\">error in {}: {}</p>\n", esc(e.context), esc(e.message));
+    return;
+  }
   out +=
       "<h3>Results</h3>\n<div class=\"table-wrap\"><table class=\"results\">\n<thead><tr>"
       "<th>result</th><th>GPU</th><th>parameters</th><th>value</th><th>noise</th><th>samples</th>"
       "<th>of peak</th><th>status</th></tr></thead>\n<tbody>\n";
   for (const Result& r : run.results) {
+    if (is_collective_result(r)) continue;
     std::vector<std::string> params;
     for (const auto& [k, v] : r.parameters)
       params.push_back(k + "=" + param_text(v));
@@ -631,6 +642,13 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
     sweep_charts(charts, runs);
     roofline_chart(charts, runs);
   }
+  std::string collectives;
+  const AddChart add_chart = [&](Json spec) { return charts.container(std::move(spec)); };
+  for (size_t i = 0; i < runs.size(); ++i)
+    collectives += render_collectives_html(
+        *runs[i], runs.size() > 1 ? fmt::format("collectives-run-{}", i + 1) : "collectives",
+        runs.size() > 1 ? fmt::format("Collectives: run {}", i + 1) : "Collectives",
+        charts_on ? add_chart : AddChart());
 
   std::string body = fmt::format("<header>\n<h1>{}</h1>\n", esc(title));
   if (!input.note.empty()) body += fmt::format("<p class=\"note-line\">{}</p>\n", esc(input.note));
@@ -638,6 +656,7 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
   body += "<div id=\"report-errors\" hidden></div>\n</header>\n<main>\n";
   if (input.comparison) comparison_section(body, *input.comparison);
   body += charts.html;
+  body += collectives;
   if (input.claims) claims_section(body, *input.claims);
   for (size_t i = 0; i < runs.size(); ++i)
     run_section(body, *runs[i], i);

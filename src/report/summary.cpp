@@ -4,6 +4,7 @@
 
 #include "core/units.h"
 #include "core/verdict.h"
+#include "report/collectives.h"
 #include "report/table.h"
 
 namespace gpuvs {
@@ -28,21 +29,14 @@ std::string gpu_label(const RunFile& run, const Result& r) {
   return out.empty() ? "-" : out;
 }
 
-std::optional<int64_t> int_param(const Result& r, const std::string& key) {
-  const auto it = r.parameters.find(key);
-  if (it == r.parameters.end()) return std::nullopt;
-  if (const auto* i = std::get_if<int64_t>(&it->second)) return *i;
-  if (const auto* d = std::get_if<double>(&it->second)) return static_cast<int64_t>(*d);
-  return std::nullopt;
-}
-
 // The label of a result: its name, plus what tells apart the points of a sweep (the
 // size) or the shapes of a GEMM, so that rows sharing a name can be told apart.
 std::string result_label(const Result& r) {
   std::string label = r.name.empty() ? r.id : r.name;
-  const auto m = int_param(r, "m"), n = int_param(r, "n"), k = int_param(r, "k");
+  const auto m = int_parameter(r, "m"), n = int_parameter(r, "n"), k = int_parameter(r, "k");
   if (m && n && k) return fmt::format("{} {}x{}x{}", label, *m, *n, *k);
-  if (const auto bytes = int_param(r, "bytes")) return label + " @ " + format_bytes_binary(*bytes);
+  if (const auto bytes = int_parameter(r, "bytes"))
+    return label + " @ " + format_bytes_binary(*bytes);
   return label;
 }
 
@@ -71,7 +65,12 @@ std::string render_summary(const RunFile& run) {
   using A = TextTable::Align;
   TextTable t({"result", "GPU", "value", "noise", "n", "of peak", "SM MHz", "status"},
               {A::kLeft, A::kLeft, A::kRight, A::kRight, A::kRight, A::kLeft, A::kRight, A::kLeft});
+  size_t collective = 0;  // shown by render_collectives, in tables by operation
   for (const Result& r : run.results) {
+    if (is_collective_result(r)) {
+      ++collective;
+      continue;
+    }
     const bool ok = r.status == Status::kOk;
     std::string peak = "-";
     if (ok && r.efficiency && r.peak)
@@ -80,7 +79,9 @@ std::string render_summary(const RunFile& run) {
                ok ? fmt::format("{:.2f} %", r.stats.noise * 100) : "-",
                std::to_string(r.stats.samples), peak, clock_cell(r), status_cell(r)});
   }
-  std::string out = t.render();
+  std::string out = t.rows() > 0 || collective == 0 ? t.render() : "";
+  if (const std::string c = render_collectives(run); !c.empty())
+    out += (out.empty() ? "" : "\n") + c;
   for (const RunError& e : run.errors)
     out += fmt::format("error: {}: {}\n", e.context, e.message);
   return out;

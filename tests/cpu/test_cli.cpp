@@ -95,6 +95,46 @@ TEST(Cli, WithoutAGpuDetectAndBenchExit3WithOneClearLine) {
   }
 }
 
+// Collective options are checked before anything touches a GPU: a mistake is a
+// usage error (exit 2, one line naming what is wrong) on every machine.
+TEST(Cli, CollectiveOptionMistakesAreUsageErrors) {
+  if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: bench says so first";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--sizes 1G:8", "MIN is larger than MAX"},
+      {"--sizes 8:1G:1", "FACTOR must be a number above 1"},
+      {"--ops all_reduce,gather", "unknown operation 'gather'"},
+      {"--algos Ring,Butterfly", "unknown value 'Butterfly'"},
+      {"--graph sometimes", "expected auto, off or on"},
+      {"--rank 1", "--rank and --ranks go together"},
+      {"--rank 2 --ranks 2 --rendezvous file:/tmp/x",
+       "rank 2 (from --rank/--ranks) is outside 0..1"},
+      {"--rank 0 --ranks 2 --rendezvous tcp:host", "expected file:PATH"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome o = run_gpuvs("--out " + out_dir() + " bench collectives " + args);
+    EXPECT_EQ(o.code, 2) << args << ": " << o.err;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << args << ": " << o.err;
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+  }
+}
+
+// Several ranks and no way to meet (no MPI launcher, no NCCL_COMM_ID, no rendezvous):
+// say how to meet.
+TEST(Cli, RanksWithoutAWayToMeetSayWhatToDo) {
+  if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: bench says so first";
+  const Outcome o = run_gpuvs("--out " + out_dir() + " bench collectives --rank 0 --ranks 2");
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("2 ranks (from --rank/--ranks) but no way for them to meet"),
+            std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("--rendezvous file:PATH"), std::string::npos) << o.err;
+  // With ranks, only the collectives run.
+  const Outcome m =
+      run_gpuvs("--out " + out_dir() + " bench memory --rank 0 --ranks 2 --rendezvous file:/tmp/r");
+  EXPECT_EQ(m.code, 2) << m.err;
+  EXPECT_NE(m.err.find("only the collectives run"), std::string::npos) << m.err;
+}
+
 TEST(Cli, WithoutAGpuRunShowsTheBundledReferenceAgainstTheA100) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: gpuvs run measures it instead";
   const std::string dir = out_dir();

@@ -242,7 +242,8 @@ INSTANTIATE_TEST_SUITE_P(Compute, GemmPrecisions, ::testing::ValuesIn(gemm_preci
 TEST(Gemm, UnsupportedPrecisionIsAResultNotAnError) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
-  BenchContext ctx{system, 0, tiny_options(), true, steady_wall_clock(), {0}};
+  BenchContext ctx{system, 0,       tiny_options(), true,    steady_wall_clock(),
+                   {0},    nullptr, nullptr,        nullptr, {}};
   GemmBenchOptions o;
   o.precisions = {GemmPrecision::kFp8E4m3, GemmPrecision::kFp8E5m2, GemmPrecision::kInt8};
   o.standard = {256, 256, 256};
@@ -299,7 +300,8 @@ TEST(Gemm, SmallBenchRecordsAlgorithmShapeClockAndPeaks) {
 TEST(Fma, BenchmarkRunsEveryPrecisionValidated) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
-  BenchContext ctx{system, 0, tiny_options(), true, steady_wall_clock(), {0}};
+  BenchContext ctx{system, 0,       tiny_options(), true,    steady_wall_clock(),
+                   {0},    nullptr, nullptr,        nullptr, {}};
   const std::vector<Result> results = run_compute_fma(ctx);
   const std::vector<std::string> ids = {"compute.fma.fp64", "compute.fma.fp32",
                                         "compute.fma.fp16x2", "compute.fma.bf16x2",

@@ -20,7 +20,8 @@ namespace {
 TEST(HbmStream, QuickRunIsValidPlausibleAndRecordsClocks) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
-  BenchContext ctx{system, 0, quick_options(), true, steady_wall_clock(), {0}};
+  BenchContext ctx{system, 0,       quick_options(), true,    steady_wall_clock(),
+                   {0},    nullptr, nullptr,         nullptr, {}};
   const std::vector<Result> results = run_hbm(ctx);
   ASSERT_EQ(results.size(), 7u);
   const std::vector<std::string> ids = {"memory.hbm.read",  "memory.hbm.write", "memory.hbm.copy",

@@ -21,8 +21,9 @@ namespace gpuvs {
 namespace {
 
 BenchContext quick_context(const SystemInfo& system, std::vector<int> devices = {0}) {
-  return BenchContext{system, devices.front(),     quick_options(),
-                      true,   steady_wall_clock(), std::move(devices)};
+  return BenchContext{
+      system,  devices.front(), quick_options(), true, steady_wall_clock(), std::move(devices),
+      nullptr, nullptr,         nullptr,         {}};
 }
 
 void expect_all_ok(const std::vector<Result>& results) {

@@ -10,7 +10,8 @@
 namespace gpuvs {
 
 // One row per result: figure, noise, samples, share of peak (and where the peak
-// comes from), SM clock seen, status; then the errors the run recorded.
+// comes from), SM clock seen, status; NCCL collective results instead as tables per
+// operation (report/collectives.h); then the errors the run recorded.
 std::string render_summary(const RunFile& run);
 
 // `gpuvs detect`: host, driver and library versions, then one block per GPU.

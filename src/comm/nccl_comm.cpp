@@ -84,7 +84,10 @@ NcclGroup::NcclGroup(const GroupSpec& spec) : spec_(spec) {
 }
 
 NcclGroup::~NcclGroup() {
-  if (aborted_) return;  // ncclCommAbort freed them
+  if (aborted_) {
+    watchdog_.reset();  // waits for an abort in flight, which reads comms_
+    return;             // ncclCommAbort freed them
+  }
   // Healthy: finalize (flushes outstanding work) and destroy, under the watchdog.
   const std::string ending = "communicator teardown";
   try {
@@ -100,6 +103,7 @@ NcclGroup::~NcclGroup() {
   } catch (...) {
     // A destructor never throws; the watchdog ends a hung teardown.
   }
+  watchdog_.reset();  // before comms_ goes: an abort it started reads it
 }
 
 std::vector<cudaStream_t> NcclGroup::streams() const {

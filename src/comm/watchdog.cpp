@@ -28,6 +28,14 @@ Watchdog::Watchdog(double timeout_s, ControlPlane* control, std::function<void()
       thread_([this] { loop(); }) {}
 
 Watchdog::~Watchdog() {
+  // An abort in flight finishes first (the loop, still running, ends the process
+  // should it never finish).
+  std::thread aborter;
+  {
+    std::lock_guard lock(mutex_);
+    aborter = std::move(aborter_);
+  }
+  if (aborter.joinable()) aborter.join();
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -72,11 +80,11 @@ void Watchdog::loop() {
   while (!stop_) {
     wake_.wait_for(lock, std::chrono::milliseconds(10));
     if (stop_) break;
-    const double deadline = deadline_.load(std::memory_order_acquire);
-    if (deadline == 0) continue;
     const double t = now_s();
     if (fired_.load()) {
-      if (t - fired_at > grace_s_) {
+      // Over the grace period with the abort, or the aborted call, still not back.
+      const bool stuck = !abort_done_.load() || deadline_.load() != 0;
+      if (stuck && t - fired_at > grace_s_) {
         std::fprintf(stderr,
                      "gpuvs: error: %s; NCCL did not return %g s after the abort: exiting\n",
                      message_.c_str(), grace_s_);
@@ -85,6 +93,8 @@ void Watchdog::loop() {
       }
       continue;
     }
+    const double deadline = deadline_.load(std::memory_order_acquire);
+    if (deadline == 0) continue;
     lock.unlock();
     std::string why = reason(t, deadline);
     lock.lock();
@@ -94,7 +104,10 @@ void Watchdog::loop() {
     fired_at = t;
     // The abort runs apart: ncclCommAbort may wait on the blocked call, and this
     // thread must stay free to end the process after the grace period.
-    std::thread(abort_all_).detach();
+    aborter_ = std::thread([this] {
+      abort_all_();
+      abort_done_.store(true);
+    });
   }
 }
 

@@ -5,9 +5,11 @@
 // call that enter()/leave() mark: past the deadline, or once the control connection
 // reports a dead peer, it runs `abort_all` (ncclCommAbort of every communicator) on a
 // thread of its own, which makes the blocked call return with an error. Should the
-// call still not return within the grace period (ncclCommAbort can itself wait on
-// the blocked thread), the watchdog prints why on stderr and ends the process with
-// exit code 1: a hang is never the outcome. Plain C++, tested on machines without a GPU.
+// abort not finish within the grace period (ncclCommAbort can itself wait on the
+// blocked thread), the watchdog prints why on stderr and ends the process with exit
+// code 1: a hang is never the outcome. The destructor waits for an abort in flight
+// (or for that exit), so `abort_all` never outlives what it aborts. Plain C++,
+// tested on machines without a GPU.
 #pragma once
 
 #include <atomic>
@@ -46,6 +48,8 @@ class Watchdog {
   std::atomic<double> deadline_{0};
   std::atomic<const std::string*> what_{nullptr};
   std::atomic<bool> fired_{false};
+  std::atomic<bool> abort_done_{false};
+  std::thread aborter_;  // runs abort_all_; set once, under mutex_
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

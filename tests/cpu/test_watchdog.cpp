@@ -91,5 +91,30 @@ TEST(Watchdog, EndsTheProcessWhenTheAbortDoesNotBringTheCallBack) {
   std::remove(err_path.c_str());
 }
 
+// The abort returns, but the blocked call does not come back: the same end.
+TEST(Watchdog, EndsTheProcessWhenTheAbortedCallStaysBlocked) {
+  const std::string err_path =
+      testing::TempDir() + "watchdog_err2_" + std::to_string(::getpid()) + ".txt";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!std::freopen(err_path.c_str(), "w", stderr)) ::_exit(120);
+    Watchdog dog(
+        0.2, nullptr, [] {}, 0.5);
+    const std::string what = "broadcast 8 B";
+    dog.enter(&what);
+    std::this_thread::sleep_for(30s);  // never leaves the call
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_TRUE(eventually([&] { return ::waitpid(child, &status, WNOHANG) == child; }, 10000ms));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("broadcast 8 B did not return within 0.2 s"), std::string::npos) << err;
+  std::remove(err_path.c_str());
+}
+
 }  // namespace
 }  // namespace gpuvs::comm

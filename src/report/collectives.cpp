@@ -442,7 +442,9 @@ std::string header_line(const RunFile& run, const Collection& c) {
       it->second.push_back(r.gpu_name.empty() ? "GPU" : short_gpu_name(r.gpu_name));
     }
     std::vector<std::string> hs;
-    for (const auto& [host, gpus] : hosts) {
+    for (const auto& entry : hosts) {
+      const std::string& host = entry.first;
+      const std::vector<std::string>& gpus = entry.second;
       const bool same =
           std::all_of(gpus.begin(), gpus.end(), [&](auto& n) { return n == gpus[0]; });
       hs.push_back(same ? fmt::format("{} ({}× {})", host, gpus.size(), gpus[0])

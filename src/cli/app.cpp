@@ -98,6 +98,7 @@ int run_cli(int argc, char** argv) {
   add_compare_command(app, ctx);
   add_specs_command(app, ctx);
   add_advise_command(app, ctx);
+  add_monitor_command(app, ctx);
   add_pending_commands(app, ctx);
 
   try {

@@ -59,6 +59,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx);
 void add_specs_command(CLI::App& app, CliContext& ctx);
 void add_compare_command(CLI::App& app, CliContext& ctx);
 void add_advise_command(CLI::App& app, CliContext& ctx);
+void add_monitor_command(CLI::App& app, CliContext& ctx);
 void add_pending_commands(CLI::App& app, CliContext& ctx);
 
 }  // namespace gpuvs::cli

@@ -15,10 +15,9 @@ struct Pending {
   const char* summary;
 };
 
-constexpr std::array<Pending, 3> kPending = {{
+constexpr std::array<Pending, 2> kPending = {{
     {"model", "End-to-end ResNet-50 / BERT-large throughput (train or infer)"},
     {"tune", "Per-device auto-tuning, cached"},
-    {"monitor", "SM, tensor, memory, power and clock timelines while a command runs"},
 }};
 
 std::vector<std::string>& ignored_args() {

@@ -45,6 +45,12 @@ struct Library::Symbols {
   Return (*device_get_temperature)(DeviceHandle, TemperatureSensor, unsigned int*) = nullptr;
   Return (*device_get_current_clocks_event_reasons)(DeviceHandle, unsigned long long*) = nullptr;
   Return (*device_get_current_clocks_throttle_reasons)(DeviceHandle, unsigned long long*) = nullptr;
+  Return (*device_get_utilization_rates)(DeviceHandle, RawUtilization*) = nullptr;
+  Return (*gpm_query_device_support)(DeviceHandle, RawGpmSupport*) = nullptr;
+  Return (*gpm_sample_alloc)(GpmSampleHandle*) = nullptr;
+  Return (*gpm_sample_free)(GpmSampleHandle) = nullptr;
+  Return (*gpm_sample_get)(DeviceHandle, GpmSampleHandle) = nullptr;
+  Return (*gpm_metrics_get)(RawGpmMetricsGet*) = nullptr;
   Return (*system_get_driver_version)(char*, unsigned int) = nullptr;
   Return (*system_get_cuda_driver_version_v2)(int*) = nullptr;
   Return (*system_get_cuda_driver_version)(int*) = nullptr;
@@ -143,6 +149,12 @@ Library::Library(std::vector<std::string> candidates) : sym_(std::make_unique<Sy
           s.device_get_current_clocks_event_reasons);
   resolve(handle_, "nvmlDeviceGetCurrentClocksThrottleReasons",
           s.device_get_current_clocks_throttle_reasons);
+  resolve(handle_, "nvmlDeviceGetUtilizationRates", s.device_get_utilization_rates);
+  resolve(handle_, "nvmlGpmQueryDeviceSupport", s.gpm_query_device_support);
+  resolve(handle_, "nvmlGpmSampleAlloc", s.gpm_sample_alloc);
+  resolve(handle_, "nvmlGpmSampleFree", s.gpm_sample_free);
+  resolve(handle_, "nvmlGpmSampleGet", s.gpm_sample_get);
+  resolve(handle_, "nvmlGpmMetricsGet", s.gpm_metrics_get);
   resolve(handle_, "nvmlSystemGetDriverVersion", s.system_get_driver_version);
   resolve(handle_, "nvmlSystemGetCudaDriverVersion_v2", s.system_get_cuda_driver_version_v2);
   resolve(handle_, "nvmlSystemGetCudaDriverVersion", s.system_get_cuda_driver_version);
@@ -386,6 +398,109 @@ std::optional<unsigned long long> Device::clock_event_reasons() const {
       call(library_->sym_->device_get_current_clocks_throttle_reasons, handle_, &mask))
     return mask;
   return std::nullopt;
+}
+
+std::optional<Utilization> Device::utilization() const {
+  RawUtilization raw{};
+  if (!valid() || !call(library_->sym_->device_get_utilization_rates, handle_, &raw))
+    return std::nullopt;
+  return Utilization{static_cast<double>(raw.gpu), static_cast<double>(raw.memory)};
+}
+
+namespace {
+
+void set_status(Return* status, Return code) {
+  if (status != nullptr) *status = code;
+}
+
+}  // namespace
+
+std::optional<bool> Device::gpm_supported(Return* status) const {
+  if (!valid()) {
+    set_status(status, kErrorUninitialized);
+    return std::nullopt;
+  }
+  if (library_->sym_->gpm_query_device_support == nullptr) {
+    set_status(status, kErrorFunctionNotFound);
+    return std::nullopt;
+  }
+  RawGpmSupport support{};
+  support.version = kGpmSupportVersion;
+  const Return rc = library_->sym_->gpm_query_device_support(handle_, &support);
+  set_status(status, rc);
+  if (rc != kSuccess) return std::nullopt;
+  return support.isSupportedDevice != 0;
+}
+
+Return Device::gpm_sample_get(GpmSample& sample) const {
+  if (!valid() || !sample.valid()) return kErrorUninitialized;
+  if (library_->sym_->gpm_sample_get == nullptr) return kErrorFunctionNotFound;
+  return library_->sym_->gpm_sample_get(handle_, sample.handle());
+}
+
+GpmSample Library::gpm_sample_alloc(Return* status) const {
+  if (!initialized_) {
+    set_status(status, kErrorUninitialized);
+    return {};
+  }
+  // Without Free, an allocated buffer would leak: ask for both.
+  if (sym_->gpm_sample_alloc == nullptr || sym_->gpm_sample_free == nullptr) {
+    set_status(status, kErrorFunctionNotFound);
+    return {};
+  }
+  GpmSampleHandle h = nullptr;
+  const Return rc = sym_->gpm_sample_alloc(&h);
+  set_status(status, rc);
+  if (rc != kSuccess || h == nullptr) return {};
+  return GpmSample(this, h);
+}
+
+std::optional<std::vector<GpmMetricValue>> Library::gpm_metrics(const GpmSample& earlier,
+                                                                const GpmSample& later,
+                                                                const std::vector<GpmMetricId>& ids,
+                                                                Return* status) const {
+  if (!initialized_ || !earlier.valid() || !later.valid()) {
+    set_status(status, kErrorUninitialized);
+    return std::nullopt;
+  }
+  if (sym_->gpm_metrics_get == nullptr) {
+    set_status(status, kErrorFunctionNotFound);
+    return std::nullopt;
+  }
+  if (ids.empty() || ids.size() > kGpmMetricCapacity) {
+    set_status(status, kErrorInvalidArgument);
+    return std::nullopt;
+  }
+  // ~13 KB: on the heap, so that a sampler thread's stack stays small.
+  auto request = std::make_unique<RawGpmMetricsGet>();
+  *request = RawGpmMetricsGet{};
+  request->version = kGpmMetricsGetVersion;
+  request->numMetrics = static_cast<unsigned int>(ids.size());
+  request->sample1 = earlier.handle();
+  request->sample2 = later.handle();
+  for (size_t i = 0; i < ids.size(); ++i)
+    request->metrics[i].metricId = ids[i];
+  const Return rc = sym_->gpm_metrics_get(request.get());
+  set_status(status, rc);
+  if (rc != kSuccess) return std::nullopt;
+  std::vector<GpmMetricValue> values;
+  values.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const RawGpmMetric& m = request->metrics[i];
+    GpmMetricValue v;
+    v.id = ids[i];
+    v.status = m.nvmlReturn;
+    if (m.nvmlReturn == kSuccess) v.value = m.value;
+    values.push_back(v);
+  }
+  return values;
+}
+
+void GpmSample::reset() {
+  if (valid() && library_->sym_->gpm_sample_free != nullptr)
+    library_->sym_->gpm_sample_free(handle_);
+  library_ = nullptr;
+  handle_ = nullptr;
 }
 
 // ---- process-wide library ------------------------------------------------------------

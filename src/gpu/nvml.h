@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpu/nvml_types.h"
@@ -22,6 +23,7 @@
 namespace gpuvs::nvml {
 
 class Library;
+class GpmSample;
 
 struct PciInfo {
   std::string bus_id;          // as NVML reports it, "00000000:19:00.0"
@@ -37,6 +39,22 @@ struct NvLink {
   bool active = false;
   std::optional<unsigned int> version_raw;  // nvmlNvlinkVersion_t, see nvlink_generation()
   std::optional<std::string> remote_pci_bus_id;
+};
+
+// nvmlDeviceGetUtilizationRates: percent of NVML's last sample period (1/6 s to 1 s)
+// in which some kernel ran ("GPU util": says nothing of how many SMs were busy) and
+// in which device memory was read or written.
+struct Utilization {
+  double gpu_pct = 0;
+  double memory_pct = 0;
+};
+
+// One GPM metric computed between two samples: `value` is set only when NVML gave
+// one (`status` kSuccess).
+struct GpmMetricValue {
+  GpmMetricId id = 0;
+  Return status = kErrorUnknown;
+  std::optional<double> value;
 };
 
 // One GPU as NVML knows it. An invalid Device (library unavailable, no such GPU, no
@@ -69,6 +87,16 @@ class Device {
   std::optional<int> temperature_c() const;                   // GPU core sensor
   // Clock-event (throttle) reasons now, as a bitmask of kClocksEvent* bits.
   std::optional<unsigned long long> clock_event_reasons() const;
+  std::optional<Utilization> utilization() const;
+
+  // GPM (Hopper and newer). nullopt when the question cannot be asked (no device,
+  // a driver without nvmlGpmQueryDeviceSupport, the query failed: see `status`).
+  std::optional<bool> gpm_supported(Return* status = nullptr) const;
+  // Reads the GPM counters into `sample` (nvmlGpmSampleGet). Returns NVML's code:
+  // kSuccess; kErrorNoPermission where GPM is not permitted; kErrorNotSupported;
+  // kErrorFunctionNotFound for a driver without GPM; kErrorUninitialized for an
+  // invalid Device or sample.
+  Return gpm_sample_get(GpmSample& sample) const;
 
  private:
   friend class Library;
@@ -102,7 +130,23 @@ class Library {
   std::optional<std::string> driver_version() const;       // "580.95.05"
   std::optional<std::string> cuda_driver_version() const;  // "13.0"
 
+  // nvmlErrorString, or "NVML error N" without it. Never throws.
+  std::string error_text(Return code) const { return error_string(code); }
+
+  // A GPM sample buffer (nvmlGpmSampleAlloc); invalid when allocation failed or the
+  // driver has no GPM, with the code in `status` when given.
+  GpmSample gpm_sample_alloc(Return* status = nullptr) const;
+  // nvmlGpmMetricsGet between `earlier` and `later` (taken from the same GPU, the
+  // later at least ~100 ms after the earlier, NVML's refresh period). One entry per
+  // id, in order; nullopt when the call as a whole failed (code in `status`). At most
+  // kGpmMetricCapacity ids.
+  std::optional<std::vector<GpmMetricValue>> gpm_metrics(const GpmSample& earlier,
+                                                         const GpmSample& later,
+                                                         const std::vector<GpmMetricId>& ids,
+                                                         Return* status = nullptr) const;
+
  private:
+  friend class GpmSample;
   friend class Device;
   struct Symbols;  // the resolved entry points (nvml.cpp); null where a symbol is missing
   std::string error_string(Return code) const;
@@ -111,6 +155,38 @@ class Library {
   bool initialized_ = false;
   std::string reason_;
   std::unique_ptr<Symbols> sym_;
+};
+
+// Owns one nvmlGpmSample_t (RAII: nvmlGpmSampleFree on destruction). Movable, not
+// copyable; must not outlive its Library.
+class GpmSample {
+ public:
+  GpmSample() = default;
+  ~GpmSample() { reset(); }
+  GpmSample(const GpmSample&) = delete;
+  GpmSample& operator=(const GpmSample&) = delete;
+  GpmSample(GpmSample&& other) noexcept
+      : library_(std::exchange(other.library_, nullptr)),
+        handle_(std::exchange(other.handle_, nullptr)) {}
+  GpmSample& operator=(GpmSample&& other) noexcept {
+    if (this != &other) {
+      reset();
+      library_ = std::exchange(other.library_, nullptr);
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+
+  bool valid() const { return library_ != nullptr && handle_ != nullptr; }
+  GpmSampleHandle handle() const { return handle_; }
+  void reset();  // frees the buffer; the sample becomes invalid
+
+ private:
+  friend class Library;
+  GpmSample(const Library* library, GpmSampleHandle handle) : library_(library), handle_(handle) {}
+
+  const Library* library_ = nullptr;
+  GpmSampleHandle handle_ = nullptr;
 };
 
 // The names tried by default, in order: the runtime soname, then the development link.

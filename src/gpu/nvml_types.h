@@ -107,4 +107,75 @@ inline constexpr unsigned int kNvLinkVersion5_0 = 7;
 // says 36; links past a GPU's own count answer INVALID_ARGUMENT, which ends the scan.
 inline constexpr unsigned int kNvLinkScanLimit = 36;
 
+// nvmlUtilization_t, filled by nvmlDeviceGetUtilizationRates: percent of the last
+// sample period (1/6 s to 1 s, per product) in which a kernel ran / device memory
+// was read or written.
+struct RawUtilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+// ---- GPM (GPU Performance Monitoring, Hopper and newer) ------------------------------
+// Layouts, versions and metric ids from nvml.h of CUDA 13.3 as vendored by
+// github.com/NVIDIA/go-nvml, gen/nvml/nvml.h at commit
+// 2f9e261fe40a7a1c54783d66805e8920564763b4 ("nvmlGpmEnums", "nvmlGpmStructs").
+
+// nvmlGpmSample_t: an opaque pointer from nvmlGpmSampleAlloc, freed with
+// nvmlGpmSampleFree (nvml::GpmSample owns one).
+struct GpmSampleOpaque;
+using GpmSampleHandle = GpmSampleOpaque*;
+
+// nvmlGpmSupport_t, for nvmlGpmQueryDeviceSupport. `version` must hold
+// kGpmSupportVersion (NVML_GPM_SUPPORT_VERSION).
+struct RawGpmSupport {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+};
+inline constexpr unsigned int kGpmSupportVersion = 1;
+
+// nvmlGpmMetricId_t values gpuvs asks for. The utilizations are percent (0..100);
+// the PCIe and NVLink rates are in MiB/s per the header's comments ("PCIe traffic
+// from this GPU in MiB/sec", "NvLink read bandwidth for all links in MiB/sec").
+using GpmMetricId = unsigned int;
+inline constexpr GpmMetricId kGpmMetricGraphicsUtil = 1;
+inline constexpr GpmMetricId kGpmMetricSmUtil = 2;
+inline constexpr GpmMetricId kGpmMetricSmOccupancy = 3;
+inline constexpr GpmMetricId kGpmMetricAnyTensorUtil = 5;
+inline constexpr GpmMetricId kGpmMetricDramBwUtil = 10;
+inline constexpr GpmMetricId kGpmMetricFp64Util = 11;
+inline constexpr GpmMetricId kGpmMetricFp32Util = 12;
+inline constexpr GpmMetricId kGpmMetricFp16Util = 13;
+inline constexpr GpmMetricId kGpmMetricPcieTxPerSec = 20;         // MiB/s, from this GPU
+inline constexpr GpmMetricId kGpmMetricPcieRxPerSec = 21;         // MiB/s, to this GPU
+inline constexpr GpmMetricId kGpmMetricNvlinkTotalRxPerSec = 60;  // MiB/s, all links
+inline constexpr GpmMetricId kGpmMetricNvlinkTotalTxPerSec = 61;  // MiB/s, all links
+// One MiB/s in bytes/s: NVML's GPM rates are binary megabytes, gpuvs reports bytes/s.
+inline constexpr double kGpmMibPerSecToBytesPerSec = 1024.0 * 1024.0;
+
+// nvmlGpmMetric_t (40 bytes on LP64: 4 + 4 + 8 + 3 pointers).
+struct RawGpmMetric {
+  unsigned int metricId;  // in
+  Return nvmlReturn;      // out: value is valid only when this is kSuccess
+  double value;           // out
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;  // out; each may be null
+};
+
+// nvmlGpmMetricsGet_t. Its array length is NVML_GPM_METRIC_MAX, which grows with
+// NVML (98 in NVML 12.0, 333 in 13.3); NVML reads and writes only the first
+// numMetrics entries and the version does not encode the size, so any capacity at
+// least numMetrics is correct. We keep the largest length we know.
+inline constexpr unsigned int kGpmMetricsGetVersion = 1;  // NVML_GPM_METRICS_GET_VERSION
+inline constexpr unsigned int kGpmMetricCapacity = 333;   // NVML_GPM_METRIC_MAX in 13.3
+struct RawGpmMetricsGet {
+  unsigned int version;     // kGpmMetricsGetVersion
+  unsigned int numMetrics;  // entries of metrics[] to compute
+  GpmSampleHandle sample1;  // the earlier sample
+  GpmSampleHandle sample2;  // the later sample
+  RawGpmMetric metrics[kGpmMetricCapacity];
+};
+
 }  // namespace gpuvs::nvml

@@ -114,6 +114,54 @@ static_assert(n::kNvLinkVersion5_0 == NVML_NVLINK_VERSION_5_0);
 #define GPUVS_ABI_CHECKED_NVLINK_VERSIONS 0
 #endif
 
+// nvmlUtilization_t
+static_assert(sizeof(nvmlUtilization_t) == sizeof(n::RawUtilization));
+static_assert(offsetof(nvmlUtilization_t, gpu) == offsetof(n::RawUtilization, gpu));
+static_assert(offsetof(nvmlUtilization_t, memory) == offsetof(n::RawUtilization, memory));
+
+// GPM (NVML 12.0 and newer headers; NVML_GPM_SUPPORT_VERSION marks them).
+#ifdef NVML_GPM_SUPPORT_VERSION
+#define GPUVS_ABI_CHECKED_GPM 1
+static_assert(sizeof(nvmlGpmSample_t) == sizeof(n::GpmSampleHandle));
+static_assert(sizeof(nvmlGpmSupport_t) == sizeof(n::RawGpmSupport));
+static_assert(offsetof(nvmlGpmSupport_t, version) == offsetof(n::RawGpmSupport, version));
+static_assert(offsetof(nvmlGpmSupport_t, isSupportedDevice) ==
+              offsetof(n::RawGpmSupport, isSupportedDevice));
+static_assert(n::kGpmSupportVersion == NVML_GPM_SUPPORT_VERSION);
+static_assert(n::kGpmMetricsGetVersion == NVML_GPM_METRICS_GET_VERSION);
+static_assert(n::kGpmMetricGraphicsUtil == NVML_GPM_METRIC_GRAPHICS_UTIL);
+static_assert(n::kGpmMetricSmUtil == NVML_GPM_METRIC_SM_UTIL);
+static_assert(n::kGpmMetricSmOccupancy == NVML_GPM_METRIC_SM_OCCUPANCY);
+static_assert(n::kGpmMetricAnyTensorUtil == NVML_GPM_METRIC_ANY_TENSOR_UTIL);
+static_assert(n::kGpmMetricDramBwUtil == NVML_GPM_METRIC_DRAM_BW_UTIL);
+static_assert(n::kGpmMetricFp64Util == NVML_GPM_METRIC_FP64_UTIL);
+static_assert(n::kGpmMetricFp32Util == NVML_GPM_METRIC_FP32_UTIL);
+static_assert(n::kGpmMetricFp16Util == NVML_GPM_METRIC_FP16_UTIL);
+static_assert(n::kGpmMetricPcieTxPerSec == NVML_GPM_METRIC_PCIE_TX_PER_SEC);
+static_assert(n::kGpmMetricPcieRxPerSec == NVML_GPM_METRIC_PCIE_RX_PER_SEC);
+static_assert(n::kGpmMetricNvlinkTotalRxPerSec == NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC);
+static_assert(n::kGpmMetricNvlinkTotalTxPerSec == NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC);
+// nvmlGpmMetric_t
+static_assert(sizeof(nvmlGpmMetric_t) == sizeof(n::RawGpmMetric));
+static_assert(alignof(nvmlGpmMetric_t) == alignof(n::RawGpmMetric));
+static_assert(offsetof(nvmlGpmMetric_t, metricId) == offsetof(n::RawGpmMetric, metricId));
+static_assert(offsetof(nvmlGpmMetric_t, nvmlReturn) == offsetof(n::RawGpmMetric, nvmlReturn));
+static_assert(offsetof(nvmlGpmMetric_t, value) == offsetof(n::RawGpmMetric, value));
+static_assert(offsetof(nvmlGpmMetric_t, metricInfo) == offsetof(n::RawGpmMetric, metricInfo));
+static_assert(sizeof(nvmlGpmMetric_t::metricInfo) == sizeof(n::RawGpmMetric::metricInfo));
+// nvmlGpmMetricsGet_t: the same head; our array at least as long as this header's
+// (NVML touches only numMetrics entries, so a longer array is harmless).
+static_assert(offsetof(nvmlGpmMetricsGet_t, version) == offsetof(n::RawGpmMetricsGet, version));
+static_assert(offsetof(nvmlGpmMetricsGet_t, numMetrics) ==
+              offsetof(n::RawGpmMetricsGet, numMetrics));
+static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == offsetof(n::RawGpmMetricsGet, sample1));
+static_assert(offsetof(nvmlGpmMetricsGet_t, sample2) == offsetof(n::RawGpmMetricsGet, sample2));
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == offsetof(n::RawGpmMetricsGet, metrics));
+static_assert(n::kGpmMetricCapacity >= NVML_GPM_METRIC_MAX);
+#else
+#define GPUVS_ABI_CHECKED_GPM 0
+#endif
+
 // Our scan must reach every link the header knows of.
 static_assert(n::kNvLinkScanLimit >= NVML_NVLINK_MAX_LINKS);
 
@@ -122,5 +170,6 @@ TEST(NvmlAbi, MirrorsMatchNvmlHeader) {
   RecordProperty("nvml_api_version", NVML_API_VERSION);
   RecordProperty("nvlink_versions_checked", GPUVS_ABI_CHECKED_NVLINK_VERSIONS);
   RecordProperty("temperature_v_checked", GPUVS_ABI_CHECKED_TEMPERATURE_V);
+  RecordProperty("gpm_checked", GPUVS_ABI_CHECKED_GPM);
   EXPECT_EQ(sizeof(nvmlPciInfo_t), 68u);
 }

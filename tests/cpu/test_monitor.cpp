@@ -1,0 +1,357 @@
+// The monitor's data side (monitor/sampler.h, monitor/summary.h) against a fake
+// Source with values that are functions of (gpu, t): the sampling loop, summaries,
+// Prometheus text, CSV and JSON. No GPU, no NVML.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "monitor/sampler.h"
+#include "monitor/summary.h"
+
+namespace {
+
+using gpuvs::monitor::GpuSample;
+using gpuvs::monitor::GpuSummary;
+using gpuvs::monitor::Sampler;
+using gpuvs::monitor::SamplerOptions;
+using gpuvs::monitor::Source;
+using namespace std::chrono_literals;
+
+// GPU g at time t: SM util 10 * (g + 1), power 100 + g; GPU 1 has no GPM figures.
+class FakeSource : public Source {
+ public:
+  explicit FakeSource(int gpus) : gpus_(gpus) {}
+  int gpu_count() const override { return gpus_; }
+  std::string gpu_name(int gpu) const override { return "Fake " + std::to_string(gpu); }
+  GpuSample sample(int gpu, double t_s) override {
+    ++calls;
+    GpuSample s;
+    s.gpu = gpu;
+    s.t_s = t_s;
+    s.gpu_util_pct = 100;
+    s.power_w = 100.0 + gpu;
+    s.energy_j = t_s * (100.0 + gpu);
+    if (gpu != 1) s.sm_util_pct = 10.0 * (gpu + 1);
+    return s;
+  }
+  std::vector<std::string> notes() const override { return {"fake"}; }
+  std::atomic<int> calls{0};
+
+ private:
+  int gpus_;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(MonitorSampler, ProducesRoundsAtTheInterval) {
+  FakeSource source(2);
+  std::atomic<int> callbacks{0};
+  SamplerOptions options;
+  options.interval = 10ms;
+  options.on_round = [&](const std::vector<GpuSample>& round) {
+    EXPECT_EQ(round.size(), 2u);
+    ++callbacks;
+  };
+  Sampler sampler(source, options);
+  sampler.start();
+  EXPECT_TRUE(sampler.running());
+  // >= 5 rounds at 10 ms: generous bound for a loaded 2-core machine.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (sampler.rounds() < 5 && ms_since(t0) < 5000)
+    std::this_thread::sleep_for(1ms);
+  sampler.stop();
+  EXPECT_FALSE(sampler.running());
+  const int rounds = sampler.rounds();
+  EXPECT_GE(rounds, 5);
+  EXPECT_EQ(callbacks.load(), rounds);
+  EXPECT_EQ(source.calls.load(), 2 * rounds);
+  EXPECT_EQ(sampler.timeline().size(), static_cast<size_t>(2 * rounds));
+  EXPECT_FALSE(sampler.callback_error().has_value());
+}
+
+TEST(MonitorSampler, StopIsPromptWithALongInterval) {
+  FakeSource source(1);
+  SamplerOptions options;
+  options.interval = 10s;
+  Sampler sampler(source, options);
+  sampler.start();
+  std::this_thread::sleep_for(20ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  sampler.stop();
+  EXPECT_LT(ms_since(t0), 200.0);
+  // The round at start() and the one at stop().
+  EXPECT_EQ(sampler.rounds(), 2);
+}
+
+TEST(MonitorSampler, TimelineIsInTimeOrderAndLatestIsTheLastRound) {
+  FakeSource source(3);
+  SamplerOptions options;
+  options.interval = 5ms;
+  Sampler sampler(source, options);
+  sampler.start();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (sampler.rounds() < 4 && ms_since(t0) < 5000)
+    std::this_thread::sleep_for(1ms);
+  sampler.stop();
+  const std::vector<GpuSample> timeline = sampler.timeline();
+  ASSERT_GE(timeline.size(), 12u);
+  ASSERT_EQ(timeline.size() % 3, 0u);
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    EXPECT_EQ(timeline[i].gpu, static_cast<int>(i % 3));
+    if (i % 3 != 0) {
+      EXPECT_EQ(timeline[i].t_s, timeline[i - 1].t_s);
+    }
+    if (i >= 3) {
+      EXPECT_GT(timeline[i].t_s, timeline[i - 3].t_s);
+    }
+  }
+  EXPECT_GE(timeline.front().t_s, 0.0);
+  EXPECT_LT(timeline.front().t_s, 0.5);
+  const std::vector<GpuSample> latest = sampler.latest();
+  ASSERT_EQ(latest.size(), 3u);
+  for (int g = 0; g < 3; ++g)
+    EXPECT_EQ(latest[g], timeline[timeline.size() - 3 + g]);
+}
+
+TEST(MonitorSampler, RestartClearsAndDoubleStartThrows) {
+  FakeSource source(1);
+  SamplerOptions options;
+  options.interval = 1s;
+  options.final_round_on_stop = false;
+  Sampler sampler(source, options);
+  sampler.start();
+  EXPECT_THROW(sampler.start(), gpuvs::Error);
+  sampler.stop();
+  sampler.stop();  // idempotent
+  EXPECT_EQ(sampler.rounds(), 1);
+  sampler.start();
+  sampler.stop();
+  EXPECT_EQ(sampler.rounds(), 1);
+  EXPECT_EQ(sampler.timeline().size(), 1u);
+}
+
+TEST(MonitorSampler, CallbackExceptionsAreKeptNotFatal) {
+  FakeSource source(1);
+  SamplerOptions options;
+  options.interval = 1s;
+  options.on_round = [](const std::vector<GpuSample>&) { throw std::runtime_error("disk full"); };
+  Sampler sampler(source, options);
+  sampler.start();
+  sampler.stop();
+  EXPECT_EQ(sampler.rounds(), 2);
+  ASSERT_TRUE(sampler.callback_error().has_value());
+  EXPECT_EQ(*sampler.callback_error(), "callback: disk full");
+}
+
+TEST(MonitorSampler, ZeroGpusStillRuns) {
+  FakeSource source(0);
+  SamplerOptions options;
+  options.interval = 1s;
+  Sampler sampler(source, options);
+  sampler.start();
+  sampler.stop();
+  EXPECT_TRUE(sampler.timeline().empty());
+  EXPECT_TRUE(sampler.latest().empty());
+}
+
+// ---- summaries -----------------------------------------------------------------------
+
+GpuSample at(int gpu, double t) {
+  GpuSample s;
+  s.gpu = gpu;
+  s.t_s = t;
+  return s;
+}
+
+// GPU 0: 5 samples, 0.5 s apart except one 1 s gap; GPU 1 only NVML figures.
+std::vector<GpuSample> hand_made_timeline() {
+  std::vector<GpuSample> t;
+  const double times[] = {0.0, 0.5, 1.0, 2.0, 2.5};
+  const double sm[] = {10, 20, 30, 40, 100};
+  for (int i = 0; i < 5; ++i) {
+    GpuSample s = at(0, times[i]);
+    if (i > 0) s.sm_util_pct = sm[i];  // the first sample has no GPM figures
+    s.gpu_util_pct = 100;
+    s.power_w = 200.0 + 100.0 * i;  // 200..600
+    s.energy_j = 1000.0 + 300.0 * times[i];
+    t.push_back(s);
+    GpuSample o = at(1, times[i]);
+    o.gpu_util_pct = 50;
+    t.push_back(o);
+  }
+  t[2 * 1].throttle_reasons = {"gpu_idle"};                     // t 0.5: covers 0.5 s
+  t[2 * 3].throttle_reasons = {"sw_power_cap"};                 // t 2.0: covers 1.0 s
+  t[2 * 4].throttle_reasons = {"hw_slowdown", "sw_power_cap"};  // t 2.5: covers 0.5 s
+  t[0].throttle_reasons = {"sw_thermal_slowdown"};              // first: covers nothing
+  return t;
+}
+
+TEST(MonitorSummary, MeansPercentilesAndThrottleSecondsAreExact) {
+  const std::vector<GpuSummary> s = gpuvs::monitor::summarize(hand_made_timeline(), {"A", "B"});
+  ASSERT_EQ(s.size(), 2u);
+  const GpuSummary& g = s[0];
+  EXPECT_EQ(g.gpu, 0);
+  EXPECT_EQ(g.name, "A");
+  EXPECT_EQ(g.samples, 5);
+  EXPECT_DOUBLE_EQ(g.duration_s, 2.5);
+  ASSERT_TRUE(g.sm_util_pct.has_value());
+  EXPECT_DOUBLE_EQ(g.sm_util_pct->mean, 47.5);  // (20 + 30 + 40 + 100) / 4
+  EXPECT_DOUBLE_EQ(g.sm_util_pct->p95, 100.0);  // nearest rank ceil(0.95*4) = 4
+  ASSERT_TRUE(g.gpu_util_pct.has_value());
+  EXPECT_DOUBLE_EQ(g.gpu_util_pct->mean, 100.0);
+  EXPECT_FALSE(g.tensor_util_pct.has_value());
+  EXPECT_FALSE(g.dram_bw_util_pct.has_value());
+  EXPECT_DOUBLE_EQ(*g.power_w_mean, 400.0);
+  EXPECT_DOUBLE_EQ(*g.power_w_max, 600.0);
+  EXPECT_DOUBLE_EQ(*g.energy_j, 750.0);  // 300 J/s * 2.5 s
+  EXPECT_DOUBLE_EQ(g.throttled_s, 1.5);  // gpu_idle does not count
+  ASSERT_EQ(g.throttle_s_by_reason.size(), 3u);
+  EXPECT_DOUBLE_EQ(g.throttle_s_by_reason.at("gpu_idle"), 0.5);
+  EXPECT_DOUBLE_EQ(g.throttle_s_by_reason.at("sw_power_cap"), 1.5);
+  EXPECT_DOUBLE_EQ(g.throttle_s_by_reason.at("hw_slowdown"), 0.5);
+  EXPECT_EQ(g.throttle_s_by_reason.count("sw_thermal_slowdown"), 0u);
+}
+
+TEST(MonitorSummary, P95OfTwentyValues) {
+  std::vector<GpuSample> t;
+  for (int i = 1; i <= 20; ++i) {
+    GpuSample s = at(0, i * 0.1);
+    s.tensor_util_pct = i;  // 1..20
+    t.push_back(s);
+  }
+  const GpuSummary g = gpuvs::monitor::summarize(t).at(0);
+  EXPECT_DOUBLE_EQ(g.tensor_util_pct->mean, 10.5);
+  EXPECT_DOUBLE_EQ(g.tensor_util_pct->p95, 19.0);  // rank ceil(0.95 * 20) = 19
+  EXPECT_EQ(g.name, "");
+}
+
+TEST(MonitorSummary, AbsentFieldsStayAbsent) {
+  const std::vector<GpuSummary> s = gpuvs::monitor::summarize(hand_made_timeline());
+  const GpuSummary& g = s.at(1);
+  EXPECT_EQ(g.gpu, 1);
+  EXPECT_FALSE(g.sm_util_pct.has_value());
+  EXPECT_FALSE(g.tensor_util_pct.has_value());
+  EXPECT_FALSE(g.power_w_mean.has_value());
+  EXPECT_FALSE(g.power_w_max.has_value());
+  EXPECT_FALSE(g.energy_j.has_value());
+  EXPECT_DOUBLE_EQ(g.gpu_util_pct->mean, 50.0);
+  EXPECT_DOUBLE_EQ(g.throttled_s, 0.0);
+  EXPECT_TRUE(g.throttle_s_by_reason.empty());
+  EXPECT_TRUE(gpuvs::monitor::summarize({}).empty());
+}
+
+TEST(MonitorSummary, SliceKeepsTheWindow) {
+  const auto window = gpuvs::monitor::slice(hand_made_timeline(), 0.5, 2.0);
+  ASSERT_EQ(window.size(), 6u);
+  const GpuSummary g = gpuvs::monitor::summarize(window).at(0);
+  EXPECT_DOUBLE_EQ(g.duration_s, 1.5);
+  EXPECT_DOUBLE_EQ(*g.energy_j, 450.0);
+}
+
+TEST(MonitorSummary, TextTable) {
+  const std::string text =
+      gpuvs::monitor::render_summary_text(gpuvs::monitor::summarize(hand_made_timeline(), {"A"}));
+  EXPECT_NE(text.find("SM util %"), std::string::npos) << text;
+  EXPECT_NE(text.find("47.5 / 100.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("400 / 600"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU 0 clock-event reasons: gpu_idle 0.5 s, hw_slowdown 0.5 s, "
+                      "sw_power_cap 1.5 s"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(gpuvs::monitor::render_summary_text({}), "no samples\n");
+}
+
+// ---- Prometheus, CSV, JSON -----------------------------------------------------------
+
+TEST(MonitorPrometheus, ExactTextForASmallCase) {
+  GpuSample a = at(0, 1.5);
+  a.sm_util_pct = 97.5;
+  a.power_w = 650;
+  a.sm_mhz = 1980;
+  a.throttle_reasons = {"sw_power_cap"};
+  GpuSample b = at(1, 1.5);
+  b.power_w = 80.25;
+  const std::string text =
+      gpuvs::monitor::prometheus_text({b, a}, {"NVIDIA H200", "Odd \"name\" \\ x\ny"});
+  const std::string expected =
+      "# HELP gpuvs_gpu_sm_utilization_percent GPM: percent of SMs busy over the last "
+      "interval.\n"
+      "# TYPE gpuvs_gpu_sm_utilization_percent gauge\n"
+      "gpuvs_gpu_sm_utilization_percent{gpu=\"0\",name=\"NVIDIA H200\"} 97.5\n"
+      "# HELP gpuvs_gpu_power_watts Board power draw.\n"
+      "# TYPE gpuvs_gpu_power_watts gauge\n"
+      "gpuvs_gpu_power_watts{gpu=\"0\",name=\"NVIDIA H200\"} 650\n"
+      "gpuvs_gpu_power_watts{gpu=\"1\",name=\"Odd \\\"name\\\" \\\\ x\\ny\"} 80.25\n"
+      "# HELP gpuvs_gpu_sm_clock_hertz SM clock.\n"
+      "# TYPE gpuvs_gpu_sm_clock_hertz gauge\n"
+      "gpuvs_gpu_sm_clock_hertz{gpu=\"0\",name=\"NVIDIA H200\"} 1980000000\n"
+      "# HELP gpuvs_monitor_sample_time_seconds When the sample was taken, in seconds since "
+      "the monitor started.\n"
+      "# TYPE gpuvs_monitor_sample_time_seconds gauge\n"
+      "gpuvs_monitor_sample_time_seconds{gpu=\"0\",name=\"NVIDIA H200\"} 1.5\n"
+      "gpuvs_monitor_sample_time_seconds{gpu=\"1\",name=\"Odd \\\"name\\\" \\\\ x\\ny\"} 1.5\n"
+      "# HELP gpuvs_gpu_clock_event_reason 1 for each clock-event (throttle) reason active "
+      "now.\n"
+      "# TYPE gpuvs_gpu_clock_event_reason gauge\n"
+      "gpuvs_gpu_clock_event_reason{gpu=\"0\",name=\"NVIDIA H200\",reason=\"sw_power_cap\"} 1\n";
+  EXPECT_EQ(text, expected);
+  EXPECT_EQ(gpuvs::monitor::prometheus_text({}, {}), "");
+}
+
+TEST(MonitorPrometheus, LabelEscaping) {
+  EXPECT_EQ(gpuvs::monitor::prometheus_escape_label("plain"), "plain");
+  EXPECT_EQ(gpuvs::monitor::prometheus_escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+TEST(MonitorTimeline, CsvHeaderAndEmptyCells) {
+  GpuSample a = at(0, 0.1);
+  a.gpu_util_pct = 100;
+  a.sm_mhz = 1980;
+  a.throttle_reasons = {"sw_power_cap", "hw_slowdown"};
+  GpuSample b = at(1, 0.1);
+  const std::string csv = gpuvs::monitor::timeline_csv({a, b});
+  const std::string header =
+      "gpu,t_s,gpu_util_pct,mem_util_pct,sm_util_pct,sm_occupancy_pct,tensor_util_pct,"
+      "dram_bw_util_pct,fp64_util_pct,fp32_util_pct,fp16_util_pct,pcie_rx_bytes_per_s,"
+      "pcie_tx_bytes_per_s,nvlink_rx_bytes_per_s,nvlink_tx_bytes_per_s,power_w,energy_j,"
+      "sm_mhz,mem_mhz,temperature_c,throttle_reasons\n";
+  const std::string expected = header +
+                               "0,0.1,100,,,,,,,,,,,,,,,1980,,,sw_power_cap;hw_slowdown\n" +
+                               "1,0.1,,,,,,,,,,,,,,,,,,,\n";
+  EXPECT_EQ(csv, expected);
+  EXPECT_EQ(gpuvs::monitor::timeline_csv({}), header);
+}
+
+TEST(MonitorTimeline, JsonOmitsAbsentValues) {
+  GpuSample a = at(0, 0.25);
+  a.power_w = 500.5;
+  a.temperature_c = 61;
+  a.throttle_reasons = {"gpu_idle"};
+  const nlohmann::ordered_json j = gpuvs::monitor::timeline_json({a, at(1, 0.25)});
+  EXPECT_EQ(j.dump(),
+            "[{\"gpu\":0,\"t_s\":0.25,\"power_w\":500.5,\"temperature_c\":61,"
+            "\"throttle_reasons\":[\"gpu_idle\"]},"
+            "{\"gpu\":1,\"t_s\":0.25,\"throttle_reasons\":[]}]");
+  EXPECT_EQ(gpuvs::monitor::timeline_json({}).dump(), "[]");
+}
+
+TEST(MonitorTimeline, SummaryJson) {
+  const nlohmann::ordered_json j =
+      gpuvs::monitor::summary_json(gpuvs::monitor::summarize(hand_made_timeline(), {"A", "B"}));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["name"], "A");
+  EXPECT_DOUBLE_EQ(j[0]["sm_util_pct"]["p95"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(j[0]["throttled_s"].get<double>(), 1.5);
+  EXPECT_FALSE(j[1].contains("power_w_mean"));
+}
+
+}  // namespace

@@ -99,25 +99,14 @@ std::vector<std::string> nccl_tests_argv(const NcclTestsRun& run) {
 
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
-
-// The last non-blank line of what the binary printed.
+// The last non-blank line of what the binary printed, without surrounding blanks.
 std::string last_line(const std::string& log) {
-  std::string_view s = trim(log);
-  while (!s.empty() && (s.back() == '\n' || is_space(s.back())))
-    s.remove_suffix(1);
-  size_t nl = s.rfind('\n');
-  return std::string(trim(nl == std::string_view::npos ? s : s.substr(nl + 1)));
+  constexpr std::string_view kBlank = " \t\r\n\v\f";
+  const size_t end = log.find_last_not_of(kBlank);
+  if (end == std::string::npos) return {};
+  const size_t nl = log.rfind('\n', end);
+  const size_t begin = log.find_first_not_of(kBlank, nl == std::string::npos ? 0 : nl + 1);
+  return log.substr(begin, end + 1 - begin);
 }
 
 std::string quote_failure(const NcclTestsOutput& out) {

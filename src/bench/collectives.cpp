@@ -24,17 +24,13 @@
 #include "comm/world.h"
 #include "core/host.h"
 #include "core/stats.h"
+#include "core/units.h"
 #include "gpu/check.h"
 #include "measure/cuda_timer.h"
 
 namespace gpuvs {
 
 namespace {
-
-double steady_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr int kWarmupOps = 5;
 
@@ -118,7 +114,7 @@ class CollectiveTimed final : public Timed {
     comm::NcclGroup& g = *sweep_.group;
     if (sweep_.control != nullptr) sweep_.control->step(++steps_, what_);
     const GraphSet* graph = graph_ ? &graph_for(iterations) : nullptr;
-    const double t0 = steady_s();
+    const double t0 = monotonic_seconds();
     if (graph != nullptr) {
       graph->launch();
     } else {
@@ -126,7 +122,7 @@ class CollectiveTimed final : public Timed {
         launch_once(g, b_, op_, s_, what_);
     }
     g.wait(what_);
-    const double elapsed = steady_s() - t0;
+    const double elapsed = monotonic_seconds() - t0;
     return multi_process() ? g.max_host(elapsed, what_) : elapsed;
   }
 
@@ -159,7 +155,7 @@ class AgreedClock final : public WallClock {
  public:
   explicit AgreedClock(comm::NcclGroup& g) : g_(g) {}
   double now_s() override {
-    const double t = steady_s();
+    const double t = monotonic_seconds();
     if (g_.world_size() == g_.local_count()) return t;
     return g_.broadcast_host(t, "clock agreement");
   }
@@ -391,7 +387,7 @@ void measure_op(CollectiveSweep& sweep, const std::string& op, std::span<const i
       const std::string variant = sweep.algo == "default" && sweep.proto == "default"
                                       ? std::string()
                                       : fmt::format(" [{}/{}]", sweep.algo, sweep.proto);
-      const std::string what = fmt::format("{} {}{}{}", op, comm::format_size(shape->bytes),
+      const std::string what = fmt::format("{} {}{}{}", op, format_bytes_binary(shape->bytes),
                                            graph ? " (graph)" : "", variant);
       if (sweep.progress) sweep.progress(fmt::format("{} ({}/{})", what, index, sizes.size()));
       prepare(g, buffers, *shape);

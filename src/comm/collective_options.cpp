@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace gpuvs::comm {
 
@@ -59,35 +60,17 @@ std::span<const std::string_view> nccl_protos() {
 }
 
 std::optional<int64_t> parse_size(std::string_view text) {
-  std::string t = lower(text);
-  for (std::string_view suffix : {"ib", "b"}) {
-    if (t.size() > suffix.size() && t.ends_with(suffix)) {
-      t.resize(t.size() - suffix.size());
-      break;
-    }
+  // nccl-tests' spelling (-e 4G: K, M, G are binary) on top of the house's parser
+  // (core/units: "4GiB", "512MiB", "2GB", "4096").
+  std::string t(text);
+  if (!t.empty() && std::string_view("kKmMgG").find(t.back()) != std::string_view::npos) {
+    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
+    t.back() = unit;
+    t += "iB";
   }
-  int shift = 0;
-  if (!t.empty()) {
-    switch (t.back()) {
-      case 'k':
-        shift = 10;
-        break;
-      case 'm':
-        shift = 20;
-        break;
-      case 'g':
-        shift = 30;
-        break;
-      default:
-        break;
-    }
-    if (shift != 0) t.pop_back();
-  }
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || p != t.data() + t.size() || v <= 0) return std::nullopt;
-  if (v > (INT64_MAX >> shift)) return std::nullopt;
-  return v << shift;
+  const int64_t v = gpuvs::parse_size(t);
+  if (v <= 0) return std::nullopt;
+  return v;
 }
 
 void parse_size_range(std::string_view text, CollectiveOptions& options) {
@@ -187,17 +170,6 @@ std::vector<std::string> selected_ops(const CollectiveOptions& options) {
       out.emplace_back(op);
   }
   return out;
-}
-
-std::string format_size(int64_t bytes) {
-  constexpr std::array<std::string_view, 4> kUnits = {"B", "KiB", "MiB", "GiB"};
-  size_t u = 0;
-  int64_t v = bytes;
-  while (u + 1 < kUnits.size() && v >= 1024 && v % 1024 == 0) {
-    v /= 1024;
-    ++u;
-  }
-  return fmt::format("{} {}", v, kUnits[u]);
 }
 
 }  // namespace gpuvs::comm

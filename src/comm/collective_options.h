@@ -40,7 +40,8 @@ struct CollectiveOptions {
 
 inline constexpr int64_t kGraphAutoMaxBytes = int64_t{1} << 20;
 
-// "8", "64K", "4G" (K, M, G = KiB, MiB, GiB; a trailing B or iB is accepted).
+// "8", "64K", "4G" (nccl-tests' K, M, G = KiB, MiB, GiB), or any size core/units'
+// parse_size takes ("64KiB", "2GB"); nullopt unless a positive whole number of bytes.
 std::optional<int64_t> parse_size(std::string_view text);
 // "MIN:MAX[:FACTOR]" into the options' range; UsageError when malformed.
 void parse_size_range(std::string_view text, CollectiveOptions& options);
@@ -56,8 +57,5 @@ GraphMode parse_graph_mode(std::string_view text);
 std::vector<int64_t> collective_sizes(const CollectiveOptions& options);
 // The ops to measure, in canonical order.
 std::vector<std::string> selected_ops(const CollectiveOptions& options);
-
-// "8 B", "64 KiB", "4 GiB" (exact binary units where they divide, else bytes).
-std::string format_size(int64_t bytes);
 
 }  // namespace gpuvs::comm

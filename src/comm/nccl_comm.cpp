@@ -10,16 +10,12 @@
 
 #include "comm/control.h"
 #include "comm/watchdog.h"
+#include "core/host.h"
 #include "gpu/check.h"
 
 namespace gpuvs::comm {
 
 namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 std::string nccl_error_text(ncclComm_t comm, ncclResult_t r) {
   const char* last = ncclGetLastError(comm);
@@ -173,7 +169,7 @@ void NcclGroup::poll_health(std::string_view what, double started_s) {
                        what);
     }
   }
-  if (now_s() - started_s > spec_.timeout_s) {
+  if (monotonic_seconds() - started_s > spec_.timeout_s) {
     const std::string laggards = describe_laggards();
     abort(fmt::format("{} did not finish within {:g} s (--timeout); {}; communicator aborted", what,
                       spec_.timeout_s, laggards));
@@ -192,7 +188,7 @@ void NcclGroup::check_enqueue(ncclResult_t result, std::string_view what) {
 }
 
 void NcclGroup::wait(std::string_view what) {
-  const double t0 = now_s();
+  const double t0 = monotonic_seconds();
   double next_health = t0 + 1e-3;
   size_t done = 0;
   // Streams finish in order of no importance; count those drained.
@@ -209,7 +205,7 @@ void NcclGroup::wait(std::string_view what) {
       }
     }
     if (done == streams_.size()) break;
-    const double t = now_s();
+    const double t = monotonic_seconds();
     if (t >= next_health) {
       poll_health(what, t0);
       next_health = t + 1e-3;

@@ -7,17 +7,9 @@
 #include <cstdio>
 
 #include "comm/control.h"
+#include "core/host.h"
 
 namespace gpuvs::comm {
-
-namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 Watchdog::Watchdog(double timeout_s, ControlPlane* control, std::function<void()> abort_all,
                    double grace_s)
@@ -46,7 +38,7 @@ Watchdog::~Watchdog() {
 
 void Watchdog::enter(const std::string* what) {
   what_.store(what, std::memory_order_relaxed);
-  deadline_.store(now_s() + timeout_s_, std::memory_order_release);
+  deadline_.store(monotonic_seconds() + timeout_s_, std::memory_order_release);
 }
 
 void Watchdog::leave() {
@@ -80,7 +72,7 @@ void Watchdog::loop() {
   while (!stop_) {
     wake_.wait_for(lock, std::chrono::milliseconds(10));
     if (stop_) break;
-    const double t = now_s();
+    const double t = monotonic_seconds();
     if (fired_.load()) {
       // Over the grace period with the abort, or the aborted call, still not back.
       const bool stuck = !abort_done_.load() || deadline_.load() != 0;

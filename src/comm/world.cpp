@@ -25,11 +25,6 @@ namespace {
 
 constexpr std::string_view kRendezvousMagic = "gpuvs-rendezvous/1";
 
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 // The address other hosts reach rank 0 at: the interface NCCL_SOCKET_IFNAME names
 // (NCCL's own choice, so both agree), else the first up, non-loopback IPv4 one, else
 // the hostname.
@@ -85,12 +80,12 @@ std::optional<ControlAddress> read_rendezvous(const std::filesystem::path& path)
 // Rank > 0 under a rendezvous file: the file may be missing (rank 0 not up yet) or
 // stale (left by an earlier run): read it, try it briefly, read it again.
 std::unique_ptr<ControlPlane> join_through_file(const Launch& launch, double timeout_s) {
-  const double deadline = now_s() + timeout_s;
+  const double deadline = monotonic_seconds() + timeout_s;
   std::string last_problem = "the file does not exist yet";
-  while (now_s() < deadline) {
+  while (monotonic_seconds() < deadline) {
     if (auto address = read_rendezvous(launch.rendezvous_file)) {
       try {
-        const double left = std::max(0.1, std::min(5.0, deadline - now_s()));
+        const double left = std::max(0.1, std::min(5.0, deadline - monotonic_seconds()));
         return ControlPlane::join(*address, launch.rank, launch.world_size, left);
       } catch (const Error& e) {
         last_problem = e.what();

@@ -61,4 +61,9 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
+double monotonic_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace gpuvs

@@ -17,6 +17,7 @@
 
 #include "core/run_file.h"
 #include "report/collectives.h"
+#include "report/html.h"  // escape_html
 
 namespace gpuvs::collectives_detail {
 
@@ -138,7 +139,6 @@ std::string status_word(const Result& r);
 std::string status_note(const Result& r);
 std::string env_settings(const std::string& algo, const std::string& proto);
 std::string keep_default(const RunFile& run);
-std::string escape_html(std::string_view s);
 
 // ---- the study (collectives_study.cpp)
 StudyVerdict verdict_of(const StudyPoint& p);

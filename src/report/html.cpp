@@ -44,22 +44,6 @@ constexpr std::string_view kNoCharts =
     "Charts are not available: this gpuvs was built without the chart library (npm was not "
     "available at build time)";
 
-std::string esc(std::string_view s) {
-  static constexpr std::string_view kSpecial = "&<>\"'";
-  static constexpr std::array<std::string_view, 5> kEntity = {"&amp;", "&lt;", "&gt;", "&quot;",
-                                                              "&#39;"};
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    const size_t k = kSpecial.find(c);
-    if (k == std::string_view::npos)
-      out += c;
-    else
-      out += kEntity[k];
-  }
-  return out;
-}
-
 // A CSS class fragment from a word of ours ("measured", "holds"): letters, digits, '-'.
 std::string css_word(std::string_view s) {
   std::string out;
@@ -128,9 +112,9 @@ std::string fill(std::string_view tpl, const std::map<std::string, std::string>&
 
 std::string source_badge(std::string_view kind, std::string_view ref) {
   if (ref.empty())
-    return fmt::format("<span class=\"src src-{}\">{}</span>", css_word(kind), esc(kind));
-  return fmt::format("<span class=\"src src-{}\" title=\"{}\">{}</span>", css_word(kind), esc(ref),
-                     esc(kind));
+    return fmt::format("<span class=\"src src-{}\">{}</span>", css_word(kind), escape_html(kind));
+  return fmt::format("<span class=\"src src-{}\" title=\"{}\">{}</span>", css_word(kind),
+                     escape_html(ref), escape_html(kind));
 }
 
 template <typename T>
@@ -161,11 +145,11 @@ std::string cell_html(const Row& row, const Cell& cell) {
   if (cell.invalid) {
     return fmt::format(
         "<td class=\"cell invalid\">invalid{}</td>",
-        cell.note.empty() ? "" : "<span class=\"note\">" + esc(cell.note) + "</span>");
+        cell.note.empty() ? "" : "<span class=\"note\">" + escape_html(cell.note) + "</span>");
   }
   if (!cell.value) return "<td class=\"cell missing\">missing</td>";
   std::string s = fmt::format("<td class=\"cell\"><span class=\"num\">{}</span> {}",
-                              esc(format_si(*cell.value, row.unit)),
+                              escape_html(format_si(*cell.value, row.unit)),
                               source_badge(to_string(cell.source), cell.source_ref));
   if (cell.source == Source::kMeasured && cell.of_datasheet)
     s += fmt::format("<span class=\"pct\">{:.1f} % of datasheet</span>", *cell.of_datasheet * 100);
@@ -177,9 +161,9 @@ std::string cell_html(const Row& row, const Cell& cell) {
     if (cell.diff_pct && cell.verdict != "baseline")
       diff = fmt::format(" {:+.1f} %", *cell.diff_pct);
     s += fmt::format("<span class=\"verdict verdict-{}\">{}{}</span>", css_word(cell.verdict),
-                     esc(cell.verdict), diff);
+                     escape_html(cell.verdict), diff);
   }
-  if (!cell.note.empty()) s += "<span class=\"note\">" + esc(cell.note) + "</span>";
+  if (!cell.note.empty()) s += "<span class=\"note\">" + escape_html(cell.note) + "</span>";
   return s + "</td>";
 }
 
@@ -199,13 +183,14 @@ void comparison_section(std::string& out, const Comparison& c) {
     const Column& col = c.columns[i];
     std::string sub = col.gpu_name;
     if (!col.catalogue_id.empty()) sub += " · " + col.catalogue_id;
-    out += fmt::format("<th>{}<span class=\"sub\">{}</span>{}</th>", esc(col.label), esc(sub),
-                       i == c.baseline ? "<span class=\"sub\">baseline</span>" : "");
+    out +=
+        fmt::format("<th>{}<span class=\"sub\">{}</span>{}</th>", escape_html(col.label),
+                    escape_html(sub), i == c.baseline ? "<span class=\"sub\">baseline</span>" : "");
   }
   out += "</tr></thead>\n<tbody>\n";
   for (const Row& row : c.rows) {
-    out += fmt::format("<tr><th scope=\"row\">{}<span class=\"sub\">{}</span></th>", esc(row.name),
-                       esc(row.metric));
+    out += fmt::format("<tr><th scope=\"row\">{}<span class=\"sub\">{}</span></th>",
+                       escape_html(row.name), escape_html(row.metric));
     for (size_t i = 0; i < c.columns.size(); ++i)
       out += i < row.cells.size() ? cell_html(row, row.cells[i])
                                   : "<td class=\"cell missing\">missing</td>";
@@ -237,7 +222,7 @@ struct Charts {
         "<figure class=\"chart\"><figcaption>{0}</figcaption><div class=\"chart-box\">"
         "<canvas id=\"chart-{1}\" data-chart=\"{1}\" role=\"img\" aria-label=\"{0}\"></canvas>"
         "</div></figure>\n",
-        esc(spec["title"].get<std::string>()), specs.size());
+        escape_html(spec["title"].get<std::string>()), specs.size());
     specs.push_back(std::move(spec));
     return out;
   }
@@ -484,17 +469,18 @@ void claims_section(std::string& out, const std::vector<ClaimJudgement>& claims)
       if (!s->empty()) setting += (setting.empty() ? "" : ", ") + *s;
     std::string ref = "n/a";
     if (j.reference)
-      ref = esc(format_si(*j.reference, j.reference_unit)) + " " +
+      ref = escape_html(format_si(*j.reference, j.reference_unit)) + " " +
             source_badge(to_string(j.reference_source), j.reference_ref);
     const bool judged = j.reference && j.verdict != ClaimVerdict::kUnverifiable;
     out += fmt::format(
         "<tr><td>{}</td><td>{}{}</td><td class=\"num\">{} {}</td><td><span class=\"verdict "
         "verdict-{}\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}{}</td>"
         "</tr>\n",
-        esc(c.gpu), esc(c.metric),
-        setting.empty() ? "" : "<span class=\"sub\">" + esc(setting) + "</span>",
-        esc(fmt::format("{:g}", c.value)), esc(c.unit), to_string(j.verdict), to_string(j.verdict),
-        judged ? fmt::format("{:+.1f} %", j.off_pct) : "n/a", ref, esc(j.why), esc(c.source),
+        escape_html(c.gpu), escape_html(c.metric),
+        setting.empty() ? "" : "<span class=\"sub\">" + escape_html(setting) + "</span>",
+        escape_html(fmt::format("{:g}", c.value)), escape_html(c.unit), to_string(j.verdict),
+        to_string(j.verdict), judged ? fmt::format("{:+.1f} %", j.off_pct) : "n/a", ref,
+        escape_html(j.why), escape_html(c.source),
         c.line > 0 ? fmt::format("<span class=\"sub\">line {}</span>", c.line) : "");
   }
   out += "</tbody></table></div>\n</section>\n";
@@ -503,7 +489,8 @@ void claims_section(std::string& out, const std::vector<ClaimJudgement>& claims)
 void kv_table(std::string& out, const std::vector<std::pair<std::string, std::string>>& rows) {
   out += "<table class=\"kv\"><tbody>\n";
   for (const auto& [k, v] : rows)
-    out += fmt::format("<tr><th scope=\"row\">{}</th><td>{}</td></tr>\n", esc(k), esc(v));
+    out += fmt::format("<tr><th scope=\"row\">{}</th><td>{}</td></tr>\n", escape_html(k),
+                       escape_html(v));
   out += "</tbody></table>\n";
 }
 
@@ -513,7 +500,7 @@ std::string bytes_text(int64_t b) {
 
 void gpu_fingerprint(std::string& out, const GpuInfo& g, size_t run_index) {
   out += fmt::format("<section class=\"fingerprint\" id=\"run-{}-gpu-{}\">\n<h3>GPU {}: {}</h3>\n",
-                     run_index + 1, g.index, g.index, esc(g.name));
+                     run_index + 1, g.index, g.index, escape_html(g.name));
   std::string links = g.nvlinks.empty() ? "none" : "";
   for (const NvLinkInfo& l : g.nvlinks)
     links += fmt::format("{}link {}: {}, NVLink {}, remote {}", links.empty() ? "" : "; ", l.link,
@@ -554,8 +541,8 @@ void results_table(std::string& out, const RunFile& run) {
         collective);
   if (run.results.size() == static_cast<size_t>(collective)) {
     for (const RunError& e : run.errors)  // as below: a run of collectives only has them too
-      out +=
-          fmt::format("<p class=\"error\">error in {}: {}</p>\n", esc(e.context), esc(e.message));
+      out += fmt::format("<p class=\"error\">error in {}: {}</p>\n", escape_html(e.context),
+                         escape_html(e.message));
     return;
   }
   out +=
@@ -579,22 +566,23 @@ void results_table(std::string& out, const RunFile& run) {
         "<tr><td>{}<span class=\"sub\">{}</span></td><td>{}</td><td class=\"params\">{}</td>"
         "<td class=\"num{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
         "<td class=\"status-{}\">{}</td></tr>\n",
-        esc(r.name), esc(r.id), esc(gpu_label(run, r.devices)),
-        esc(fmt::format("{}", fmt::join(params, ", "))), ok ? "" : " invalid",
-        ok ? esc(format_si(r.value, r.unit)) : esc(to_string(r.status)),
+        escape_html(r.name), escape_html(r.id), escape_html(gpu_label(run, r.devices)),
+        escape_html(fmt::format("{}", fmt::join(params, ", "))), ok ? "" : " invalid",
+        ok ? escape_html(format_si(r.value, r.unit)) : escape_html(to_string(r.status)),
         ok ? fmt::format("{:.2f} %", r.stats.noise * 100) : "n/a", r.stats.samples, peak,
-        css_word(to_string(r.status)), esc(status));
+        css_word(to_string(r.status)), escape_html(status));
   }
   out += "</tbody></table></div>\n";
   for (const RunError& e : run.errors)
-    out += fmt::format("<p class=\"error\">error in {}: {}</p>\n", esc(e.context), esc(e.message));
+    out += fmt::format("<p class=\"error\">error in {}: {}</p>\n", escape_html(e.context),
+                       escape_html(e.message));
 }
 
 void run_section(std::string& out, const RunFile& run, size_t ri) {
   const Meta& m = run.meta;
   const SystemInfo& s = run.system;
   out += fmt::format("<section class=\"run\" id=\"run-{}\">\n<h2>Run {}: {}, {}</h2>\n", ri + 1,
-                     ri + 1, esc(m.host), esc(m.started_at));
+                     ri + 1, escape_html(m.host), escape_html(m.started_at));
   std::vector<std::pair<std::string, std::string>> rows = {
       {"command", fmt::format("{}", fmt::join(m.argv, " "))},
       {"gpuvs", fmt::format("{} ({})", m.tool_version, m.git_sha)},
@@ -650,8 +638,9 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
         runs.size() > 1 ? fmt::format("Collectives: run {}", i + 1) : "Collectives",
         charts_on ? add_chart : AddChart());
 
-  std::string body = fmt::format("<header>\n<h1>{}</h1>\n", esc(title));
-  if (!input.note.empty()) body += fmt::format("<p class=\"note-line\">{}</p>\n", esc(input.note));
+  std::string body = fmt::format("<header>\n<h1>{}</h1>\n", escape_html(title));
+  if (!input.note.empty())
+    body += fmt::format("<p class=\"note-line\">{}</p>\n", escape_html(input.note));
   if (!charts_on) body += fmt::format("<p class=\"charts-unavailable\">{}</p>\n", kNoCharts);
   body += "<div id=\"report-errors\" hidden></div>\n</header>\n<main>\n";
   if (input.comparison) comparison_section(body, *input.comparison);
@@ -671,13 +660,29 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
                      {"charts", charts.specs}};
   const std::string lib =
       charts_on ? "<script>\n" + script_safe(chart_library) + "\n</script>" : std::string();
-  return fill(asset("web/report.html"), {{"title", esc(title)},
+  return fill(asset("web/report.html"), {{"title", escape_html(title)},
                                          {"style", asset("web/report.css")},
                                          {"charts_expected", std::to_string(charts.specs.size())},
                                          {"body", body},
                                          {"data", island_text(data)},
                                          {"chart_library", lib},
                                          {"script", script_safe(asset("web/report.js"))}});
+}
+
+std::string escape_html(std::string_view s) {
+  static constexpr std::string_view kSpecial = "&<>\"'";
+  static constexpr std::array<std::string_view, 5> kEntity = {"&amp;", "&lt;", "&gt;", "&quot;",
+                                                              "&#39;"};
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const size_t k = kSpecial.find(c);
+    if (k == std::string_view::npos)
+      out += c;
+    else
+      out += kEntity[k];
+  }
+  return out;
 }
 
 }  // namespace gpuvs

@@ -23,6 +23,9 @@ struct HtmlReportInput {
 
 std::string render_html(const HtmlReportInput& input);
 
+// Text for HTML element content and attribute values: & < > " ' as entities.
+std::string escape_html(std::string_view s);
+
 // As above, with `chart_library` (a script that defines window.Chart) inlined in place
 // of the built-in one; empty: tables only, and the page says charts are not available.
 std::string render_html(const HtmlReportInput& input, std::string_view chart_library);

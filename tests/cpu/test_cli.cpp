@@ -120,7 +120,7 @@ TEST(Cli, CollectiveOptionMistakesAreUsageErrors) {
 
 // Several ranks and no way to meet (no MPI launcher, no NCCL_COMM_ID, no rendezvous):
 // say how to meet.
-TEST(Cli, RanksWithoutAWayToMeetSayWhatToDo) {
+TEST(Cli, RanksWithoutAWayToMeetAreToldHow) {
   if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: bench says so first";
   const Outcome o = run_gpuvs("--out " + out_dir() + " bench collectives --rank 0 --ranks 2");
   EXPECT_EQ(o.code, 2) << o.err;

@@ -39,4 +39,11 @@ class CannotRunError : public Error {
   explicit CannotRunError(std::string message) : Error(std::move(message), ExitCode::kCannotRun) {}
 };
 
+// The GPU ran out of memory (cudaMalloc, or a library's own allocation). Distinct
+// so that a search for the largest batch can catch it, free everything and retry.
+class OutOfMemoryError : public Error {
+ public:
+  explicit OutOfMemoryError(std::string message) : Error(std::move(message)) {}
+};
+
 }  // namespace gpuvs

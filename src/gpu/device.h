@@ -26,7 +26,7 @@ class DeviceScope {
 };
 
 // Device memory from cudaMalloc (never managed memory). Out-of-memory throws
-// gpuvs::Error naming the size asked for.
+// gpuvs::OutOfMemoryError (other failures gpuvs::Error) naming the size asked for.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

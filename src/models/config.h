@@ -1,0 +1,51 @@
+// What a model run is asked to do: model, mode, precision, batch, accumulation,
+// CUDA graph. Plain C++ (no CUDA) so the CLI's parsing and the batch search are
+// tested on machines without a GPU. Shared by ResNet-50 and BERT-large.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuvs::models {
+
+enum class Mode { kTrain, kInfer };
+
+// fp32: FP32 math everywhere (TF32 off). tf32: FP32 storage, TF32 tensor-core math.
+// fp16 / bf16: 16-bit activations and weights for the math, FP32 master weights and
+// accumulation; fp16 uses dynamic loss scaling. fp8: E4M3 forward / E5M2 gradient
+// GEMMs with delayed scaling (BERT only, compute capability >= 8.9).
+enum class Precision { kFp32, kTf32, kFp16, kBf16, kFp8 };
+
+std::string_view to_string(Mode m);
+std::string_view to_string(Precision p);
+std::optional<Mode> mode_from_string(std::string_view s);
+std::optional<Precision> precision_from_string(std::string_view s);
+
+struct ModelConfig {
+  std::string model = "resnet50";  // "resnet50" | "bert-large"
+  Mode mode = Mode::kTrain;
+  Precision precision = Precision::kBf16;
+  int batch = 256;     // per micro-step
+  int accumulate = 1;  // micro-steps per optimizer step (train only)
+  bool graph = true;   // capture the whole step in a CUDA graph
+  int seq = 128;       // BERT sequence length (128 or 512); ignored by ResNet-50
+  uint64_t seed = 1;   // weights and synthetic data
+};
+
+// A tensor on the host in PyTorch's layout and naming, for correctness checks
+// against PyTorch. Integer tensors (labels, token ids) hold exact integers.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // row-major
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+}  // namespace gpuvs::models

@@ -134,6 +134,19 @@ if has latency; then
   grep -E "^ +[0-9]+ " "$OUT/lat-nt.txt" | head -8
 fi
 
+# all_reduce 512 KiB - 16 MiB, where gpuvs measured 5-7 % faster than nccl-tests: which
+# of nccl-tests' two differences (ncclMemAlloc buffers, nvlinkCentricSched) explains it?
+if has gap; then
+  for variant in "cudaMalloc 0" "ncclMemAlloc 0" "cudaMalloc 1" "ncclMemAlloc 1"; do
+    set -- $variant
+    log "gap: buffers $1, nvlinkCentricSched $2, beside nccl-tests"
+    GPUVS_DEV_NVLINK_CENTRIC=$2 timeout 120 $G --out "$OUT/gap-$1-$2" bench collectives.nccl --ops all_reduce \
+      --sizes 512K:16M:2 --graph off --buffers $1 --nccl-tests $NT > "$OUT/gap-$1-$2.txt" 2> "$OUT/gap-$1-$2.err"
+    echo "exit $?" | tee -a "$OUT/steps.log"
+    grep -E "MiB|KiB" "$OUT/gap-$1-$2.txt" | head -12 | tee -a "$OUT/steps.log"
+  done
+fi
+
 if has reference; then
   log reference: every op, 8 B - 4 GiB, beside nccl-tests
   timeout 330 $G --out "$OUT/reference" bench collectives.nccl --time-cap 0.5 --nccl-tests $NT \

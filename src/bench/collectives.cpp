@@ -44,15 +44,17 @@ bool has_root(const std::string& op) {
 
 // Send and receive buffers of every local GPU, sized for the largest shape.
 struct Buffers {
-  std::vector<DeviceBuffer> send, recv, mismatches;
+  std::vector<comm::CommBuffer> send, recv;
+  std::vector<DeviceBuffer> mismatches;
 };
 
-Buffers allocate(comm::NcclGroup& group, size_t send_floats, size_t recv_floats) {
+Buffers allocate(comm::NcclGroup& group, size_t send_floats, size_t recv_floats,
+                 bool nccl_mem_alloc) {
   Buffers b;
   for (int i = 0; i < group.local_count(); ++i) {
     DeviceScope scope(group.device(i));
-    b.send.emplace_back(std::max<size_t>(send_floats, 1) * sizeof(float));
-    b.recv.emplace_back(std::max<size_t>(recv_floats, 1) * sizeof(float));
+    b.send.emplace_back(std::max<size_t>(send_floats, 1) * sizeof(float), nccl_mem_alloc);
+    b.recv.emplace_back(std::max<size_t>(recv_floats, 1) * sizeof(float), nccl_mem_alloc);
     b.mismatches.emplace_back(sizeof(unsigned long long));
   }
   return b;
@@ -236,13 +238,15 @@ Validation check(comm::NcclGroup& g, const Buffers& b, const std::string& op, co
 
 std::map<std::string, ParamValue> parameters(const std::string& op, const OpShape& s, int ranks,
                                              const CollectiveSweep& sweep, bool graph) {
-  std::map<std::string, ParamValue> p{{"bytes", s.bytes},
-                                      {"ranks", int64_t{ranks}},
-                                      {"dtype", std::string("float32")},
-                                      {"algo", sweep.algo},
-                                      {"proto", sweep.proto},
-                                      {"graph", graph},
-                                      {"busbw_factor", s.busbw_factor}};
+  std::map<std::string, ParamValue> p{
+      {"bytes", s.bytes},
+      {"ranks", int64_t{ranks}},
+      {"dtype", std::string("float32")},
+      {"algo", sweep.algo},
+      {"proto", sweep.proto},
+      {"graph", graph},
+      {"busbw_factor", s.busbw_factor},
+      {"buffers", std::string(sweep.nccl_mem_alloc ? "ncclMemAlloc" : "cudaMalloc")}};
   if (reduces(op)) p["redop"] = std::string("sum");
   if (has_root(op)) p["root"] = int64_t{0};
   return p;
@@ -370,7 +374,7 @@ void measure_op(CollectiveSweep& sweep, const std::string& op, std::span<const i
     }
   }
   if (max_send == 0) return;
-  const Buffers buffers = allocate(g, max_send, max_recv);
+  const Buffers buffers = allocate(g, max_send, max_recv, sweep.nccl_mem_alloc);
   AgreedClock clock(g);
   std::unique_ptr<NvmlClockWatch> watch;
   // Sparse: NVML polls compete with the host-bound launches of small messages.
@@ -464,7 +468,10 @@ CollectiveSweep base_sweep(BenchContext& ctx, comm::NcclGroup& group) {
   sweep.options.warmup_cap_s = std::min(sweep.options.warmup_cap_s, 1.0);
   // 200 samples make a p99 of batch means and keep a full sweep's run file small.
   sweep.options.max_samples = std::min(sweep.options.max_samples, 200);
-  if (ctx.collectives != nullptr) sweep.graph = ctx.collectives->graph;
+  if (ctx.collectives != nullptr) {
+    sweep.graph = ctx.collectives->graph;
+    sweep.nccl_mem_alloc = ctx.collectives->nccl_mem_alloc;
+  }
   if (ctx.world != nullptr) sweep.control = ctx.world->control.get();
   sweep.clock_device = group.device(0);
   sweep.progress = ctx.progress;
@@ -513,6 +520,7 @@ void run_nccl_tests_beside(const BenchContext& ctx, const std::string& op,
       const auto shape = op_shape(op, row.size_bytes, n);
       if (!shape) continue;
       CollectiveSweep labels;
+      labels.nccl_mem_alloc = true;  // nccl-tests >= 2.19 with NCCL >= 2.19 always does
       auto params = parameters(op, *shape, n, labels, graph);
       params["bytes"] = row.size_bytes;
       params["tool"] = tool;

@@ -36,7 +36,8 @@ struct CollectiveSweep {
   comm::ControlPlane* control = nullptr;  // progress steps, multi-process only
   std::string algo = "default";
   std::string proto = "default";
-  int clock_device = -1;  // NVML clock watch on this CUDA device (-1: none)
+  bool nccl_mem_alloc = false;  // buffers from ncclMemAlloc, else cudaMalloc
+  int clock_device = -1;        // NVML clock watch on this CUDA device (-1: none)
   std::function<void(const std::string&)> progress;
   std::function<void(std::span<const Result>)> checkpoint;  // after every point
 };

@@ -22,7 +22,7 @@ struct BenchArgs {
   double time_cap_s = 0;
   double target_noise = 0;
   // collectives
-  std::string ops, sizes, graph, algos, protos, rendezvous, nccl_tests;
+  std::string ops, sizes, graph, algos, protos, rendezvous, nccl_tests, buffers;
   double timeout_s = 60;
   std::optional<int> rank, ranks;
 };
@@ -38,6 +38,7 @@ comm::CollectiveOptions collective_options(const BenchArgs& a) {
     o.protos = comm::parse_nccl_values(a.protos, comm::nccl_protos(), "--protos");
   o.timeout_s = a.timeout_s;
   o.nccl_tests_dir = a.nccl_tests;
+  o.nccl_mem_alloc = a.buffers == "ncclMemAlloc";
   o.launch.rank = a.rank;
   o.launch.ranks = a.ranks;
   o.launch.rendezvous = a.rendezvous;
@@ -90,6 +91,10 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
       ->group(coll);
   sub->add_option("--ranks", args->ranks, "Number of ranks (with --rank; no launcher)")
       ->check(CLI::PositiveNumber)
+      ->group(coll);
+  sub->add_option("--buffers", args->buffers,
+                  "Send/receive buffers from cudaMalloc (default) or ncclMemAlloc (as nccl-tests)")
+      ->check(CLI::IsMember({"cudaMalloc", "ncclMemAlloc"}))
       ->group(coll);
   sub->add_option("--nccl-tests", args->nccl_tests,
                   "Directory of NVIDIA nccl-tests binaries to run beside gpuvs, same sizes")

@@ -34,6 +34,8 @@ struct CollectiveOptions {
   std::vector<std::string> algos;   // study: empty = every value NCCL accepts
   std::vector<std::string> protos;  // study: empty = every value NCCL accepts
   double timeout_s = 60;
+  // Send/receive buffers from ncclMemAlloc (as nccl-tests) instead of cudaMalloc.
+  bool nccl_mem_alloc = false;
   std::string nccl_tests_dir;  // run nccl-tests beside gpuvs (single process only)
   LaunchRequest launch;
 };

@@ -2,15 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "comm/control.h"
 #include "comm/watchdog.h"
 #include "core/host.h"
+#include "core/units.h"
 #include "gpu/check.h"
 
 namespace gpuvs::comm {
@@ -40,6 +43,28 @@ std::string new_unique_id() {
   return std::string(id.internal, sizeof(id.internal));
 }
 
+CommBuffer::CommBuffer(size_t bytes, bool nccl_mem_alloc) {
+  if (!nccl_mem_alloc) {
+    cuda_ = DeviceBuffer(bytes);
+    return;
+  }
+  const ncclResult_t r = ncclMemAlloc(&nccl_, std::max<size_t>(bytes, 1));
+  if (r != ncclSuccess) {
+    nccl_ = nullptr;
+    cudaGetLastError();  // an out-of-memory underneath is not sticky
+    throw Error(fmt::format("ncclMemAlloc could not allocate {}: {}",
+                            format_bytes_binary(static_cast<int64_t>(bytes)),
+                            ncclGetErrorString(r)));
+  }
+}
+
+CommBuffer::CommBuffer(CommBuffer&& other) noexcept
+    : nccl_(std::exchange(other.nccl_, nullptr)), cuda_(std::move(other.cuda_)) {}
+
+CommBuffer::~CommBuffer() {
+  if (nccl_ != nullptr) ncclMemFree(nccl_);
+}
+
 NcclGroup::NcclGroup(const GroupSpec& spec) : spec_(spec) {
   if (spec_.unique_id.size() != sizeof(ncclUniqueId)) {
     throw Error(fmt::format("NCCL unique id has {} bytes, expected {}", spec_.unique_id.size(),
@@ -63,6 +88,9 @@ NcclGroup::NcclGroup(const GroupSpec& spec) : spec_(spec) {
   // them. (nccl-tests 2.19 sets nvlinkCentricSched = 1; on 2x H200 it changed no
   // figure beyond run-to-run noise, so gpuvs leaves it at NCCL's default.)
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  // DEV EXPERIMENT (issue 6, all_reduce 1-8 MiB): removed once measured.
+  if (const char* v = std::getenv("GPUVS_DEV_NVLINK_CENTRIC"); v != nullptr && v[0] == '1')
+    config.nvlinkCentricSched = 1;
   const std::string creating = "communicator creation";
   Call call(*this, creating);
   GPUVS_NCCL_CHECK(ncclGroupStart());

@@ -47,6 +47,29 @@ class CollectiveAbort : public Error {
   bool nccl_refused_;
 };
 
+// Device memory for collective send and receive buffers: from ncclMemAlloc (as
+// nccl-tests allocates since NCCL 2.19: cuMem-backed, ready for NVLink registration)
+// or from cudaMalloc (as most applications do). Allocated on the current device.
+class CommBuffer {
+ public:
+  CommBuffer(size_t bytes, bool nccl_mem_alloc);
+  ~CommBuffer();
+  CommBuffer(CommBuffer&& other) noexcept;
+  CommBuffer& operator=(CommBuffer&&) = delete;
+  CommBuffer(const CommBuffer&) = delete;
+  CommBuffer& operator=(const CommBuffer&) = delete;
+
+  void* get() const { return nccl_ != nullptr ? nccl_ : cuda_.get(); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(get());
+  }
+
+ private:
+  void* nccl_ = nullptr;  // from ncclMemAlloc
+  DeviceBuffer cuda_;     // or from cudaMalloc
+};
+
 // The 128 bytes every rank needs to join one communicator (ncclGetUniqueId).
 std::string new_unique_id();
 

@@ -86,11 +86,9 @@ NcclGroup::NcclGroup(const GroupSpec& spec) : spec_(spec) {
   });
   // Blocking (see the header), and otherwise NCCL's defaults, as applications get
   // them. (nccl-tests 2.19 sets nvlinkCentricSched = 1; on 2x H200 it changed no
-  // figure beyond run-to-run noise, so gpuvs leaves it at NCCL's default.)
+  // all_reduce figure from 8 B to 16 MiB beyond run-to-run noise, so gpuvs leaves it
+  // at NCCL's default.)
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  // DEV EXPERIMENT (issue 6, all_reduce 1-8 MiB): removed once measured.
-  if (const char* v = std::getenv("GPUVS_DEV_NVLINK_CENTRIC"); v != nullptr && v[0] == '1')
-    config.nvlinkCentricSched = 1;
   const std::string creating = "communicator creation";
   Call call(*this, creating);
   GPUVS_NCCL_CHECK(ncclGroupStart());

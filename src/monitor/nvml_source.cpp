@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace gpuvs::monitor {
@@ -159,7 +160,9 @@ void NvmlSource::sample_gpm(int gpu, GpuSample& out) {
     if (auto values = library_->gpm_metrics(g.previous, g.current, kGpmIds, &status)) {
       for (const nvml::GpmMetricValue& v : *values) {
         std::optional<double> GpuSample::*field = gpm_field(v.id);
-        if (field == nullptr || !v.value) continue;
+        // A round right after the previous one (stop()'s last round) can give 0/0:
+        // NaN is no measurement, so the interval has no figure for that metric.
+        if (field == nullptr || !v.value || !std::isfinite(*v.value)) continue;
         // GPM rates are MiB/s (nvml_types.h); the sample holds bytes/s.
         out.*field = is_rate(v.id) ? *v.value * nvml::kGpmMibPerSecToBytesPerSec : *v.value;
       }

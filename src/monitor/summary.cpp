@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <iterator>
 #include <utility>
@@ -126,7 +127,7 @@ std::optional<Distribution> distribution(const std::vector<GpuSample>& samples,
                                          std::optional<double> GpuSample::*field) {
   std::vector<double> values;
   for (const GpuSample& s : samples)
-    if (s.*field) values.push_back(*(s.*field));
+    if (s.*field && std::isfinite(*(s.*field))) values.push_back(*(s.*field));
   if (values.empty()) return std::nullopt;
   double sum = 0;
   for (double v : values)

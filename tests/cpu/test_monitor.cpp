@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -232,6 +233,22 @@ TEST(MonitorSummary, P95OfTwentyValues) {
   EXPECT_DOUBLE_EQ(g.tensor_util_pct->mean, 10.5);
   EXPECT_DOUBLE_EQ(g.tensor_util_pct->p95, 19.0);  // rank ceil(0.95 * 20) = 19
   EXPECT_EQ(g.name, "");
+}
+
+// Seen on an H200: GPM's DRAM bandwidth over stop()'s last, very short interval was
+// NaN, and the mean printed as "-nan". A non-finite value is no measurement.
+TEST(MonitorSummary, NonFiniteValuesAreIgnored) {
+  std::vector<GpuSample> t;
+  for (double v : {10.0, 20.0, std::numeric_limits<double>::quiet_NaN(),
+                   std::numeric_limits<double>::infinity()}) {
+    GpuSample s = at(0, 0.1 * static_cast<double>(t.size() + 1));
+    s.dram_bw_util_pct = v;
+    t.push_back(s);
+  }
+  const GpuSummary g = gpuvs::monitor::summarize(t).at(0);
+  ASSERT_TRUE(g.dram_bw_util_pct.has_value());
+  EXPECT_DOUBLE_EQ(g.dram_bw_util_pct->mean, 15.0);
+  EXPECT_DOUBLE_EQ(g.dram_bw_util_pct->p95, 20.0);
 }
 
 TEST(MonitorSummary, AbsentFieldsStayAbsent) {

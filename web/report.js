@@ -261,10 +261,103 @@
     });
   }
 
+  // The benchmark steps of a utilization timeline: shaded bands, alternately tinted,
+  // each labelled at the top where its band is wide enough for the text.
+  function stepWindows(windows) {
+    return {
+      id: 'gpuvsStepWindows',
+      beforeDatasetsDraw(chart) {
+        const x = chart.scales.x;
+        const area = chart.chartArea;
+        const ctx = chart.ctx;
+        ctx.save();
+        ctx.font = '10px system-ui, sans-serif';
+        ctx.textBaseline = 'top';
+        windows.forEach((w, i) => {
+          const left = Math.max(area.left, x.getPixelForValue(w.t_begin));
+          const right = Math.min(area.right, x.getPixelForValue(w.t_end));
+          if (!(right >= left)) return;
+          ctx.fillStyle = i % 2 ? 'rgba(31, 111, 178, 0.07)' : 'rgba(217, 130, 43, 0.09)';
+          ctx.fillRect(left, area.top, Math.max(1, right - left), area.bottom - area.top);
+          const text = w.label;
+          if (ctx.measureText(text).width + 4 <= right - left) {
+            ctx.fillStyle = '#5c6475';
+            ctx.fillText(text, left + 2, area.top + 2);
+          }
+        });
+        ctx.restore();
+      },
+    };
+  }
+
+  const TIMELINE_COLORS = {
+    'SM active': '#1f6fb2',
+    'tensor active': '#d9822b',
+    'DRAM bandwidth': '#3a9a5b',
+    'GPU util (NVML)': '#8a8f98',
+    power: '#b23a48',
+    'SM clock': '#7b5ea7',
+  };
+
+  // A GPU's utilization over the run: percentages on the left axis, power (W) on the
+  // right, the SM clock (MHz) hidden until its legend entry is clicked; x in seconds.
+  function timelineChart(canvas, spec) {
+    const datasets = spec.series.map((s, i) => {
+      const color = TIMELINE_COLORS[s.label] || PALETTE[i % PALETTE.length];
+      return {
+        label: s.label + ' (' + s.unit + ')',
+        data: s.points.map((p) => ({ x: p[0], y: p[1] })),
+        yAxisID: s.axis,
+        showLine: true,
+        spanGaps: false,
+        borderColor: color,
+        backgroundColor: color,
+        borderWidth: 1.5,
+        pointRadius: 0,
+        hidden: s.axis === 'y3',
+      };
+    });
+    const units = {};
+    spec.series.forEach((s) => { units[s.label + ' (' + s.unit + ')'] = s.unit; });
+    const pctAxis = axis((v) => plainNumber(v) + ' %', false, 'utilization (%)');
+    pctAxis.suggestedMax = 100;
+    const watts = axis((v) => formatSI(v, 'W'), false, 'power (W)');
+    watts.position = 'right';
+    watts.grid = { drawOnChartArea: false };
+    watts.display = 'auto';
+    const mhz = axis((v) => plainNumber(v) + ' MHz', false, 'SM clock (MHz)');
+    mhz.position = 'right';
+    mhz.grid = { drawOnChartArea: false };
+    mhz.display = 'auto';
+    const x = axis((v) => plainNumber(v) + ' s', false, 'time since sampling began (s)');
+    return new Chart(canvas, {
+      type: 'scatter',
+      data: { datasets: datasets },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        plugins: {
+          legend: { position: 'bottom' },
+          tooltip: {
+            callbacks: {
+              label: (c) => c.dataset.label + ': ' + plainNumber(c.parsed.x) + ' s, ' +
+                (units[c.dataset.label] === 'MHz' ? plainNumber(c.parsed.y) + ' MHz'
+                  : formatSI(c.parsed.y, units[c.dataset.label])),
+            },
+          },
+        },
+        scales: { x: x, y: pctAxis, y2: watts, y3: mhz },
+      },
+      plugins: [stepWindows(spec.windows || [])],
+    });
+  }
+
   function draw(canvas, spec) {
     if (!spec) throw new Error('no specification for chart ' + canvas.dataset.chart);
     if (spec.kind === 'bar') return barChart(canvas, spec);
     if (spec.kind === 'line') return lineChart(canvas, spec);
+    if (spec.kind === 'timeline') return timelineChart(canvas, spec);
     throw new Error('unknown chart kind ' + spec.kind);
   }
 

@@ -21,6 +21,7 @@ struct BenchArgs {
   bool quick = false;
   double time_cap_s = 0;
   double target_noise = 0;
+  int monitor_interval_ms = 100;
   // collectives
   std::string ops, sizes, graph, algos, protos, rendezvous, nccl_tests, buffers;
   double timeout_s = 60;
@@ -58,6 +59,10 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
   sub->add_option("--gpu", args->gpus, "GPUs to measure, e.g. 0,1 (default: all)");
   sub->add_flag("--list", args->list, "List the benchmarks and exit");
   sub->add_flag("--quick", args->quick, "Short pass, as in `gpuvs run`");
+  sub->add_option("--monitor-interval", args->monitor_interval_ms,
+                  "Milliseconds between utilization samples of the measured GPUs (default "
+                  "100; 0: off)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--time-cap", args->time_cap_s, "Seconds of sampling per result (default 2)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--noise", args->target_noise,
@@ -116,6 +121,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
     if (args->time_cap_s > 0) options.measure.time_cap_s = args->time_cap_s;
     if (args->target_noise > 0) options.measure.target_noise = args->target_noise;
     options.collectives = collective_options(*args);
+    options.monitor_interval_ms = args->monitor_interval_ms;
     ctx.exit_code = run_session(ctx.global, options);
 #else
     (void)ctx;

@@ -16,6 +16,7 @@
 #include "cli/app.h"
 #include "report/claims.h"
 #include "report/compare.h"
+#include "report/html.h"
 #include "report/render.h"
 
 namespace gpuvs::cli {
@@ -160,8 +161,17 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
         write_file(dir / fmt::format("compare.{}", ext), render_comparison(*comparison, f));
       if (judged) write_file(dir / fmt::format("claims.{}", ext), render_claims(*judged, f));
     }
+    // The same comparison as an HTML report (charts per metric, the runs' sweeps and
+    // utilization timelines, the claims).
+    HtmlReportInput report;
+    report.title = "gpuvs compare";
+    if (comparison) report.comparison = &*comparison;
+    for (const RunFile& r : runs)
+      report.runs.push_back(&r);
+    if (judged) report.claims = &*judged;
+    write_file(dir / "compare.html", render_html(report));
     if (!ctx.global.quiet)
-      fmt::print(stderr, "gpuvs compare: wrote {}{} (.md, .csv, .json) to {}\n",
+      fmt::print(stderr, "gpuvs compare: wrote {}{} (.md, .csv, .json, compare.html) to {}\n",
                  comparison ? "compare" : "",
                  comparison && judged ? " and claims"
                  : judged             ? "claims"

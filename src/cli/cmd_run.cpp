@@ -80,17 +80,23 @@ ExitCode show_reference(const GlobalOptions& global) {
 
 void add_run_command(CLI::App& app, CliContext& ctx) {
   auto gpus = std::make_shared<std::string>();
+  auto monitor_ms = std::make_shared<int>(100);
   CLI::App* sub = app.add_subcommand(
       "run",
       "Main job: detect, run the standard suite, write a run file (gpuvs.run/1) and "
       "print the summary. Without a GPU: the bundled H200 reference against the A100");
   sub->add_option("--gpu", *gpus, "GPUs to measure, e.g. 0,1 (default: all)");
-  sub->callback([&ctx, gpus] {
+  sub->add_option("--monitor-interval", *monitor_ms,
+                  "Milliseconds between utilization samples of the measured GPUs (default "
+                  "100; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  sub->callback([&ctx, gpus, monitor_ms] {
     SessionOptions options;
     options.command = "run";
     options.gpu_list = *gpus;
     options.quick = true;
     options.measure = quick_options();
+    options.monitor_interval_ms = *monitor_ms;
 #if GPUVS_HAVE_CUDA
     options.benchmarks = run_suite();
 #endif

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli/run_html.h"
 #include "core/host.h"
 #include "core/verdict.h"
 #include "report/summary.h"
@@ -13,6 +14,7 @@
 #include "comm/nccl_comm.h"
 #include "comm/world.h"
 #include "gpu/probe.h"
+#include "monitor/nvml_source.h"
 #endif
 
 namespace gpuvs::cli {
@@ -72,6 +74,17 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   };
   save();  // the file exists from the start, complete at every step
 
+  // Utilization of the measured GPUs while the session runs (docs/monitor.md). Only
+  // the writer samples, its own GPUs: one NVML thread per host, not per rank.
+  std::unique_ptr<monitor::RunRecorder> recorder;
+  if (writer && options.monitor_interval_ms > 0) {
+    recorder = monitor::make_nvml_recorder(run.system, devices,
+                                           std::chrono::milliseconds(options.monitor_interval_ms));
+    recorder->start();
+    for (const std::string& note : recorder->notes())
+      if (!global.quiet) fmt::print(stderr, "gpuvs: monitor: {}\n", note);
+  }
+
   // One step per (benchmark, GPU), or per benchmark for those that need every GPU.
   struct Step {
     const BenchmarkInfo* bench;
@@ -121,7 +134,10 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
               copy.results.insert(copy.results.end(), partial.begin(), partial.end());
               copy.meta.finished_at = utc_now_iso8601();
               save_run_file(copy, path);
-            }};
+            },
+        .model = options.model ? &*options.model : nullptr};
+    const size_t first_result = run.results.size();
+    const double step_begin_s = recorder ? recorder->now_s() : 0.0;
     try {
       for (Result& r : s.bench->run(ctx))
         run.results.push_back(std::move(r));
@@ -136,11 +152,25 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     } catch (const Error& e) {
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
       if (!writer) fmt::print(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
+      // `gpuvs model` asked for what this GPU or model cannot do (fp8 on ResNet-50):
+      // a usage error, exit 2, once the run file records it.
+      if (options.model && e.code() == ExitCode::kUsage) {
+        save();
+        throw;
+      }
+    }
+    if (recorder) {
+      recorder->step_done(run.results, first_result, std::string(s.bench->name), step_begin_s,
+                          s.device < 0 ? devices : std::vector<int>{s.device});
     }
     run.meta.finished_at = utc_now_iso8601();
     save();
   }
   progress.done();
+  if (recorder) {
+    recorder->finish(run);  // the timeline, and each step's final window
+    save();
+  }
   if (world != nullptr && !aborted) {
     const std::vector<int> missing = world->finish();
     for (int r : missing) {
@@ -151,10 +181,20 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   }
 
   if (!writer) return exit_code_for(run);
+  // The HTML report beside the run file; the run file stands on its own if it fails.
+  std::filesystem::path html = path;
+  html.replace_extension(".html");
+  try {
+    write_run_html(run, html);
+  } catch (const Error& e) {
+    fmt::print(stderr, "gpuvs: no HTML report: {}\n", e.what());
+    html.clear();
+  }
   if (global.json) {
     fmt::print("{}", to_json_text(run));
   } else {
     fmt::print("{}\nrun file: {}\n", render_summary(run), path.string());
+    if (!html.empty()) fmt::print("HTML report: {}\n", html.string());
   }
   std::fflush(stdout);
   return exit_code_for(run);

@@ -154,6 +154,46 @@ struct Timing {
   bool operator==(const Timing&) const = default;
 };
 
+// A mean and a 95th percentile (nearest rank) over the samples of a window.
+struct UtilDistribution {
+  double mean = 0;
+  double p95 = 0;
+
+  bool operator==(const UtilDistribution&) const = default;
+};
+
+// What one GPU did during a window: the monitor's summary (monitor/summary.h) of the
+// samples whose interval overlaps it (docs/monitor.md). A figure the GPU or the
+// driver does not give (GPM before Hopper) is nullopt, never 0.
+struct GpuUtilization {
+  int gpu = 0;  // index into system.gpus
+  int samples = 0;
+  double duration_s = 0;                             // last sample time - first sample time
+  std::optional<UtilDistribution> sm_util_pct;       // GPM: SMs with a warp resident
+  std::optional<UtilDistribution> tensor_util_pct;   // GPM: any tensor pipe active
+  std::optional<UtilDistribution> dram_bw_util_pct;  // GPM: DRAM bandwidth / peak
+  std::optional<UtilDistribution> gpu_util_pct;      // NVML: some kernel ran
+  std::optional<double> power_w_mean;
+  std::optional<double> power_w_max;
+  std::optional<double> energy_j;
+  double throttled_s = 0;  // seconds with a clock-event reason other than gpu_idle
+  std::map<std::string, double> throttle_s_by_reason;  // every reason, gpu_idle too
+
+  bool operator==(const GpuUtilization&) const = default;
+};
+
+// The utilization of the GPUs of a result over its window, in the time base of the
+// run's timeline (RunFile::timeline, seconds since the monitor started). The window
+// is the benchmark step that produced the result: the results of one step share it.
+struct Utilization {
+  std::string step;  // the benchmark's name, "memory.hbm"
+  double t_begin_s = 0;
+  double t_end_s = 0;  // >= t_begin_s
+  std::vector<GpuUtilization> gpus;
+
+  bool operator==(const Utilization&) const = default;
+};
+
 enum class Status { kOk, kInvalid, kUnsupported, kError };
 
 std::string_view to_string(Status s);
@@ -184,6 +224,9 @@ struct Result {
   std::string status_reason;  // why not ok; empty when ok
   std::string validation;     // what was checked and what it found
   std::optional<ClockRecord> clocks;
+  // The GPUs' utilization while the step that produced this result ran; nullopt
+  // when the run was not monitored (--monitor-interval 0, no NVML, older files).
+  std::optional<Utilization> utilization;
 
   bool operator==(const Result&) const = default;
 };
@@ -226,13 +269,41 @@ struct RunError {
   bool operator==(const RunError&) const = default;
 };
 
+// One GPU's samples as columns (docs/monitor.md): entry i of every column belongs to
+// t_s[i]; nullopt where the sample had no such figure. t_s is non-decreasing.
+struct GpuTimeline {
+  int gpu = 0;              // index into system.gpus
+  std::vector<double> t_s;  // seconds since the monitor started
+  std::vector<std::optional<double>> sm_util_pct;
+  std::vector<std::optional<double>> tensor_util_pct;
+  std::vector<std::optional<double>> dram_bw_util_pct;
+  std::vector<std::optional<double>> gpu_util_pct;
+  std::vector<std::optional<double>> power_w;
+  std::vector<std::optional<int>> sm_mhz;
+
+  bool operator==(const GpuTimeline&) const = default;
+};
+
+// What the monitor recorded over the whole run (issue 9, docs/monitor.md).
+struct Timeline {
+  // "nvml+gpm" (NVML and GPM on every sampled GPU), "nvml" (NVML only on some or all:
+  // no SM, tensor or DRAM activity there) or "none" (nothing sampled; notes say why).
+  std::string source;
+  double interval_s = 0;           // asked interval between samples, > 0
+  std::vector<std::string> notes;  // said once each: "GPM not supported on GPU 1 ..."
+  std::vector<GpuTimeline> gpus;   // one per sampled GPU, by gpu
+
+  bool operator==(const Timeline&) const = default;
+};
+
 struct RunFile {
   std::string schema = std::string(kRunSchema);
   Meta meta;
   SystemInfo system;
   std::vector<Result> results;
   std::vector<RunError> errors;
-  std::optional<CommInfo> comm;  // present when collectives ran
+  std::optional<CommInfo> comm;      // present when collectives ran
+  std::optional<Timeline> timeline;  // present when the run was monitored
 
   bool operator==(const RunFile&) const = default;
 };

@@ -74,39 +74,57 @@ NvmlSource::NvmlSource(const nvml::Library& library) : library_(&library) {
     note("NVML answers no device count; no GPU can be monitored");
     return;
   }
-  for (unsigned int i = 0; i < *n; ++i) {
-    Gpu g;
-    g.device = library.device_by_index(i);
-    g.name = g.device.name().value_or(fmt::format("GPU {}", i));
-    gpus_.push_back(std::move(g));
-    const int gpu = static_cast<int>(i);
-    Gpu& added = gpus_.back();
-    if (!added.device.valid()) {
-      note(fmt::format("NVML gives no handle for GPU {}: nothing measured on it", i));
-      continue;
-    }
-    nvml::Return status = nvml::kSuccess;
-    const std::optional<bool> supported = added.device.gpm_supported(&status);
-    if (!supported) {
-      note(fmt::format("GPM query failed on GPU {} ({}): {}; {}", i, added.name,
-                       library.error_text(status), kGpmMissing));
-      continue;
-    }
-    if (!*supported) {
-      note(fmt::format("GPM not supported on GPU {} ({}): {}", i, added.name, kGpmMissing));
-      continue;
-    }
-    nvml::Return s1 = nvml::kSuccess;
-    nvml::Return s2 = nvml::kSuccess;
-    added.previous = library.gpm_sample_alloc(&s1);
-    added.current = library.gpm_sample_alloc(&s2);
-    if (!added.previous.valid() || !added.current.valid()) {
-      disable_gpm(gpu, "cannot allocate a GPM sample: " +
-                           library.error_text(s1 != nvml::kSuccess ? s1 : s2));
-      continue;
-    }
-    added.gpm = true;
+  for (unsigned int i = 0; i < *n; ++i)
+    add_gpu(library.device_by_index(i), static_cast<int>(i));
+}
+
+NvmlSource::NvmlSource(const nvml::Library& library, const std::vector<std::string>& pci_bus_ids,
+                       const std::vector<int>& labels)
+    : library_(&library) {
+  if (!library.available()) {
+    note("NVML unavailable: " + library.unavailable_reason() + "; no GPU can be monitored");
+    return;
   }
+  for (size_t i = 0; i < pci_bus_ids.size(); ++i)
+    add_gpu(library.device_by_pci_bus_id(pci_bus_ids[i]),
+            i < labels.size() ? labels[i] : static_cast<int>(i));
+}
+
+void NvmlSource::add_gpu(nvml::Device device, int label) {
+  const nvml::Library& library = *library_;
+  const int gpu = static_cast<int>(gpus_.size());
+  Gpu g;
+  g.device = std::move(device);
+  g.label = label;
+  g.name = g.device.name().value_or(fmt::format("GPU {}", label));
+  gpus_.push_back(std::move(g));
+  Gpu& added = gpus_.back();
+  const int i = label;
+  if (!added.device.valid()) {
+    note(fmt::format("NVML gives no handle for GPU {}: nothing measured on it", i));
+    return;
+  }
+  nvml::Return status = nvml::kSuccess;
+  const std::optional<bool> supported = added.device.gpm_supported(&status);
+  if (!supported) {
+    note(fmt::format("GPM query failed on GPU {} ({}): {}; {}", i, added.name,
+                     library.error_text(status), kGpmMissing));
+    return;
+  }
+  if (!*supported) {
+    note(fmt::format("GPM not supported on GPU {} ({}): {}", i, added.name, kGpmMissing));
+    return;
+  }
+  nvml::Return s1 = nvml::kSuccess;
+  nvml::Return s2 = nvml::kSuccess;
+  added.previous = library.gpm_sample_alloc(&s1);
+  added.current = library.gpm_sample_alloc(&s2);
+  if (!added.previous.valid() || !added.current.valid()) {
+    disable_gpm(
+        gpu, "cannot allocate a GPM sample: " + library.error_text(s1 != nvml::kSuccess ? s1 : s2));
+    return;
+  }
+  added.gpm = true;
 }
 
 std::string NvmlSource::gpu_name(int gpu) const {
@@ -135,7 +153,7 @@ void NvmlSource::disable_gpm(int gpu, const std::string& why) {
   g.have_previous = false;
   g.previous.reset();
   g.current.reset();
-  note(fmt::format("GPM {} on GPU {} ({}): {}", why, gpu, g.name, kGpmMissing));
+  note(fmt::format("GPM {} on GPU {} ({}): {}", why, g.label, g.name, kGpmMissing));
 }
 
 void NvmlSource::sample_gpm(int gpu, GpuSample& out) {
@@ -151,7 +169,7 @@ void NvmlSource::sample_gpm(int gpu, GpuSample& out) {
       note(
           fmt::format("GPM sample failed on GPU {} ({}): {}; those intervals have no GPM "
                       "figures",
-                      gpu, g.name, library_->error_text(rc)));
+                      g.label, g.name, library_->error_text(rc)));
     g.have_previous = false;
     return;
   }
@@ -173,7 +191,7 @@ void NvmlSource::sample_gpm(int gpu, GpuSample& out) {
       note(
           fmt::format("GPM metrics failed on GPU {} ({}): {}; those intervals have no GPM "
                       "figures",
-                      gpu, g.name, library_->error_text(status)));
+                      g.label, g.name, library_->error_text(status)));
     }
   }
   std::swap(g.previous, g.current);
@@ -211,6 +229,22 @@ GpuSample NvmlSource::sample(int gpu, double t_s) {
 
 std::unique_ptr<Source> make_nvml_source() {
   return std::make_unique<NvmlSource>(nvml::library());
+}
+
+std::unique_ptr<NvmlSource> make_nvml_source(const std::vector<std::string>& pci_bus_ids,
+                                             const std::vector<int>& labels) {
+  return std::make_unique<NvmlSource>(nvml::library(), pci_bus_ids, labels);
+}
+
+std::unique_ptr<RunRecorder> make_nvml_recorder(const SystemInfo& system,
+                                                const std::vector<int>& gpus,
+                                                std::chrono::milliseconds interval) {
+  std::vector<std::string> bus_ids;
+  for (int gpu : gpus) {
+    const bool known = gpu >= 0 && static_cast<size_t>(gpu) < system.gpus.size();
+    bus_ids.push_back(known ? system.gpus[static_cast<size_t>(gpu)].pci_bus_id : std::string());
+  }
+  return std::make_unique<RunRecorder>(make_nvml_source(bus_ids, gpus), interval, gpus);
 }
 
 }  // namespace gpuvs::monitor

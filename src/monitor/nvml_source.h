@@ -14,13 +14,16 @@
 // called from any thread at the same time.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/run_file.h"
 #include "gpu/nvml.h"
+#include "monitor/run_recorder.h"
 #include "monitor/sample.h"
 
 namespace gpuvs::monitor {
@@ -29,6 +32,12 @@ class NvmlSource : public Source {
  public:
   // `library` must outlive the source.
   explicit NvmlSource(const nvml::Library& library);
+  // Only the GPUs at these PCI bus ids (any form CUDA or NVML prints), in this order:
+  // source GPU i is pci_bus_ids[i], and notes call it "GPU labels[i]" (e.g. its CUDA
+  // ordinal; labels has one entry per bus id). A bus id NVML does not know gives a GPU
+  // with no readings and a note.
+  NvmlSource(const nvml::Library& library, const std::vector<std::string>& pci_bus_ids,
+             const std::vector<int>& labels);
 
   int gpu_count() const override { return static_cast<int>(gpus_.size()); }
   std::string gpu_name(int gpu) const override;
@@ -47,7 +56,10 @@ class NvmlSource : public Source {
     nvml::GpmSample previous;  // the counters at the previous sample
     nvml::GpmSample current;   // the buffer for this sample (swapped with previous)
     bool have_previous = false;
+    int label = 0;  // the number notes give it
   };
+
+  void add_gpu(nvml::Device device, int label);
 
   void note(std::string text);  // adds once
   void disable_gpm(int gpu, const std::string& why);
@@ -62,5 +74,17 @@ class NvmlSource : public Source {
 // A source over every GPU of the process-wide NVML (nvml::library()). Never throws;
 // without NVML it has 0 GPUs and a note saying why.
 std::unique_ptr<Source> make_nvml_source();
+
+// A source over the GPUs at `pci_bus_ids` of the process-wide NVML (see the
+// constructor above). Never throws; without NVML it has 0 GPUs and a note.
+std::unique_ptr<NvmlSource> make_nvml_source(const std::vector<std::string>& pci_bus_ids,
+                                             const std::vector<int>& labels);
+
+// A session's recorder over `gpus` (indices into system.gpus, found in NVML by their
+// PCI bus id, so CUDA_VISIBLE_DEVICES and CUDA's device order do not matter), not yet
+// started. Never throws for a missing NVML (the recorder then samples nothing).
+std::unique_ptr<RunRecorder> make_nvml_recorder(const SystemInfo& system,
+                                                const std::vector<int>& gpus,
+                                                std::chrono::milliseconds interval);
 
 }  // namespace gpuvs::monitor

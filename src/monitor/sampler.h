@@ -53,6 +53,9 @@ class Sampler {
   // nothing when not running.
   void stop();
   bool running() const;
+  // Seconds since start() on the clock of the samples' t_s: marks a window (a
+  // benchmark step) on the timeline. Meaningful after start().
+  double elapsed_s() const { return now_s(); }
 
   // Every sample since start(), in time order (then GPU order).
   std::vector<GpuSample> timeline() const;

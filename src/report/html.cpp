@@ -32,6 +32,7 @@
 #include "core/units.h"
 #include "core/verdict.h"
 #include "report/collectives.h"
+#include "report/html_timeline.h"
 #include "report/summary.h"
 
 namespace gpuvs {
@@ -637,6 +638,12 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
         *runs[i], runs.size() > 1 ? fmt::format("collectives-run-{}", i + 1) : "collectives",
         runs.size() > 1 ? fmt::format("Collectives: run {}", i + 1) : "Collectives",
         charts_on ? add_chart : AddChart());
+  std::string utilization;
+  for (size_t i = 0; i < runs.size(); ++i)
+    utilization += render_utilization_html(
+        *runs[i], runs.size() > 1 ? fmt::format("utilization-run-{}", i + 1) : "utilization",
+        runs.size() > 1 ? fmt::format("Utilization: run {}", i + 1) : "Utilization",
+        charts_on ? add_chart : AddChart());
 
   std::string body = fmt::format("<header>\n<h1>{}</h1>\n", escape_html(title));
   if (!input.note.empty())
@@ -646,6 +653,7 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
   if (input.comparison) comparison_section(body, *input.comparison);
   body += charts.html;
   body += collectives;
+  body += utilization;
   if (input.claims) claims_section(body, *input.claims);
   for (size_t i = 0; i < runs.size(); ++i)
     run_section(body, *runs[i], i);

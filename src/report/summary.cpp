@@ -1,6 +1,10 @@
 #include "report/summary.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+#include <tuple>
 
 #include "core/units.h"
 #include "core/verdict.h"
@@ -37,6 +41,9 @@ std::string result_label(const Result& r) {
   if (m && n && k) return fmt::format("{} {}x{}x{}", label, *m, *n, *k);
   if (const auto bytes = int_parameter(r, "bytes"))
     return label + " @ " + format_bytes_binary(*bytes);
+  // A model's step time: the median is the value; its tail goes beside the name.
+  if (r.id.rfind("model.", 0) == 0 && r.unit == "s" && r.stats.samples > 1 && r.stats.p99)
+    return fmt::format("{} (p99 {})", label, format_si(*r.stats.p99, "s"));
   return label;
 }
 
@@ -59,6 +66,41 @@ std::string status_cell(const Result& r) {
   return "ok";
 }
 
+// One line per benchmark step and GPU with what the monitor saw in the step's window
+// (docs/monitor.md); only the figures present. Empty when the run was not monitored.
+std::string utilization_lines(const RunFile& run) {
+  std::string out;
+  std::set<std::tuple<double, double, std::string>> seen;
+  for (const Result& r : run.results) {
+    if (!r.utilization ||
+        !seen.emplace(r.utilization->t_begin_s, r.utilization->t_end_s, r.utilization->step).second)
+      continue;
+    const Utilization& u = *r.utilization;
+    for (const GpuUtilization& g : u.gpus) {
+      std::vector<std::string> parts;
+      const auto pct = [&](const char* what, const std::optional<UtilDistribution>& d) {
+        if (d) parts.push_back(fmt::format("{} {:.0f} %", what, d->mean));
+      };
+      pct("SM", g.sm_util_pct);
+      pct("tensor", g.tensor_util_pct);
+      pct("DRAM", g.dram_bw_util_pct);
+      if (!g.sm_util_pct) pct("GPU util", g.gpu_util_pct);
+      if (g.power_w_mean)
+        parts.push_back(fmt::format("{:.0f} W (max {:.0f})", *g.power_w_mean,
+                                    g.power_w_max.value_or(*g.power_w_mean)));
+      if (g.throttled_s > 0) parts.push_back(fmt::format("throttled {:.1f} s", g.throttled_s));
+      if (parts.empty()) continue;
+      const std::string gpu =
+          g.gpu >= 0 && static_cast<size_t>(g.gpu) < run.system.gpus.size()
+              ? fmt::format("GPU {} {}", g.gpu, short_gpu_name(run.system.gpus[g.gpu].name))
+              : fmt::format("GPU {}", g.gpu);
+      out += fmt::format("  {} on {}, {:.1f} s: {}\n", u.step, gpu, u.t_end_s - u.t_begin_s,
+                         fmt::join(parts, ", "));
+    }
+  }
+  return out.empty() ? out : "utilization (mean over each step):\n" + out;
+}
+
 }  // namespace
 
 std::string render_summary(const RunFile& run) {
@@ -76,12 +118,15 @@ std::string render_summary(const RunFile& run) {
     if (ok && r.efficiency && r.peak)
       peak = fmt::format("{:.1f} % ({})", *r.efficiency * 100, r.peak->kind);
     t.add_row({result_label(r), gpu_label(run, r), ok ? format_si(r.value, r.unit) : "-",
-               ok ? fmt::format("{:.2f} %", r.stats.noise * 100) : "-",
+               // One sample (a quantity: memory, a batch size) has no noise to show.
+               ok && r.stats.samples > 1 ? fmt::format("{:.2f} %", r.stats.noise * 100) : "-",
                std::to_string(r.stats.samples), peak, clock_cell(r), status_cell(r)});
   }
   std::string out = t.rows() > 0 || collective == 0 ? t.render() : "";
   if (const std::string c = render_collectives(run); !c.empty())
     out += (out.empty() ? "" : "\n") + c;
+  if (const std::string u = utilization_lines(run); !u.empty())
+    out += (out.empty() ? "" : "\n") + u;
   for (const RunError& e : run.errors)
     out += fmt::format("error: {}: {}\n", e.context, e.message);
   return out;

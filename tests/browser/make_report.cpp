@@ -1,8 +1,8 @@
 // Writes the HTML reports the browser test opens (tests/browser/report_test.cjs):
 //   DIR/report.html              the bundled H200 reference run, a hand-made comparison
 //                                with an A100 (datasheet figures), claims, and a
-//                                synthetic run with size sweeps and a roofline (so that
-//                                every kind of chart is drawn);
+//                                synthetic run with size sweeps, a roofline and a
+//                                monitor timeline (so that every kind of chart is drawn);
 //   DIR/report-tables-only.html  the same without the chart library.
 // Usage: make_report DIR
 #include <algorithm>
@@ -87,6 +87,39 @@ RunFile synthetic_run() {
   const double ridge_flops = 0.85 * 6.7e13, ridge_bw = 0.85 * 4.8e12;
   run.results.push_back(result("roofline.fp32.ridge", "Ridge point, FP32", ridge_flops / ridge_bw,
                                "FLOP/B", {{"peak_flops", ridge_flops}, {"bandwidth", ridge_bw}}));
+  // A monitor timeline (docs/monitor.md) at 100 ms over three steps, so that the
+  // Utilization chart is drawn: a memory sweep, a roofline, an idle gap with gaps.
+  Timeline tl{"nvml+gpm", 0.1, {}, {}};
+  GpuTimeline g0;
+  const double steps[][2] = {{0.2, 6.0}, {6.1, 14.0}};
+  for (int i = 0; i <= 160; ++i) {
+    const double t = 0.1 * i;
+    const bool sweep = t > steps[0][0] && t <= steps[0][1];
+    const bool roof = t > steps[1][0] && t <= steps[1][1];
+    g0.t_s.push_back(std::round(t * 1000) / 1000);
+    const auto gpm = [&](double v) { return i == 0 ? std::optional<double>() : v; };
+    g0.sm_util_pct.push_back(gpm(sweep || roof ? 98.5 : 0.0));
+    g0.tensor_util_pct.push_back(gpm(roof ? 20.0 + 60.0 * (t - 6.1) / 7.9 : 0.0));
+    g0.dram_bw_util_pct.push_back(gpm(sweep ? 90.0 : roof ? 85.0 - 60.0 * (t - 6.1) / 7.9 : 0.0));
+    g0.gpu_util_pct.push_back(sweep || roof ? 100.0 : 0.0);
+    g0.power_w.push_back(sweep ? 610.0 : roof ? 650.0 : 120.0);
+    g0.sm_mhz.push_back(sweep || roof ? 1980 : 345);
+  }
+  tl.gpus = {g0};
+  run.timeline = tl;
+  for (Result& r : run.results) {
+    const bool is_roof = r.id.rfind("roofline.", 0) == 0;
+    const auto* w = is_roof ? steps[1] : steps[0];
+    r.utilization = Utilization{is_roof ? "roofline" : "memory.sweep", w[0], w[1], {}};
+    GpuUtilization u;
+    u.gpu = 0;
+    u.samples = static_cast<int>((w[1] - w[0]) / 0.1);
+    u.duration_s = w[1] - w[0];
+    u.sm_util_pct = UtilDistribution{98.5, 98.5};
+    u.power_w_mean = is_roof ? 650.0 : 610.0;
+    u.power_w_max = u.power_w_mean;
+    r.utilization->gpus = {u};
+  }
   return run;
 }
 

@@ -144,9 +144,17 @@ TEST(CliCompare, OutWritesEveryFormat) {
   const Outcome o =
       run_gpuvs("compare H200-SXM A100 --claims " + kClaims + " -q --out " + dir.string());
   EXPECT_EQ(o.code, 0) << o.err;
-  for (const char* f :
-       {"compare.md", "compare.csv", "compare.json", "claims.md", "claims.csv", "claims.json"})
+  for (const char* f : {"compare.md", "compare.csv", "compare.json", "compare.html", "claims.md",
+                        "claims.csv", "claims.json"})
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  // The HTML report holds the comparison and the claims, and is a whole page.
+  std::ifstream in(dir / "compare.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<html"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_NE(html.find("A100"), std::string::npos);
+  EXPECT_NE(html.find("H200"), std::string::npos);
+  EXPECT_NE(html.find("claim"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

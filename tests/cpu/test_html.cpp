@@ -1,6 +1,7 @@
 // The HTML report (src/report/html.h): structure, escaping of every string that comes
 // from a file, the JSON island, the charts-unavailable fallback, one chart container
-// per metric with data, sweeps and the roofline, and one fingerprint section per GPU.
+// per metric with data, sweeps and the roofline, the utilization timelines (and their
+// terminal lines), and one fingerprint section per GPU.
 // Comparisons are built by hand: these tests do not depend on build_comparison.
 #include <gtest/gtest.h>
 
@@ -12,6 +13,8 @@
 #include "core/embedded.h"
 #include "core/run_file.h"
 #include "report/html.h"
+#include "report/html_timeline.h"
+#include "report/summary.h"
 
 namespace gpuvs {
 namespace {
@@ -371,6 +374,138 @@ TEST(Html, ClaimsTable) {
             std::string::npos);
   EXPECT_NE(html.find("verdict-unverifiable\">unverifiable</span>"), std::string::npos);
   EXPECT_NE(html.find("line 3"), std::string::npos);
+}
+
+// A monitored run: two GPUs (GPU 1 named kEvil, no GPM), two steps, a note.
+RunFile monitored_run(size_t samples) {
+  RunFile run = two_gpu_run();
+  Timeline t{"nvml", 0.1, {std::string("GPM not supported on GPU 1 ") + std::string(kEvil)}, {}};
+  for (int g = 0; g < 2; ++g) {
+    GpuTimeline gt;
+    gt.gpu = g;
+    for (size_t i = 0; i < samples; ++i) {
+      gt.t_s.push_back(0.1 * static_cast<double>(i));
+      gt.sm_util_pct.push_back(g == 0 && i > 0 ? std::optional<double>(90.0) : std::nullopt);
+      gt.tensor_util_pct.push_back(g == 0 && i > 0 ? std::optional<double>(40.0) : std::nullopt);
+      gt.dram_bw_util_pct.push_back(std::nullopt);
+      gt.gpu_util_pct.push_back(100.0);
+      gt.power_w.push_back(500.0 + g);
+      gt.sm_mhz.push_back(1980);
+    }
+    t.gpus.push_back(std::move(gt));
+  }
+  run.timeline = t;
+  GpuUtilization u0;
+  u0.gpu = 0;
+  u0.samples = 3;
+  u0.sm_util_pct = UtilDistribution{90, 90};
+  u0.power_w_mean = 500;
+  u0.power_w_max = 510;
+  Result a = result("compute.gemm.bf16", 7e14, "FLOP/s", {});
+  a.utilization = Utilization{"compute.gemm", 0.05, 0.3, {u0}};
+  Result b = result("evil", 1, "s", {});
+  GpuUtilization u1 = u0;
+  u1.gpu = 1;
+  u1.sm_util_pct.reset();
+  b.devices = {1};
+  b.utilization = Utilization{std::string(kEvil), 0.3, 0.45, {u1}};
+  run.results = {a, a, b};  // the first step has two results: one window
+  return run;
+}
+
+TEST(Html, UtilizationSectionWithOneTimelinePerGpu) {
+  const RunFile run = monitored_run(6);
+  HtmlReportInput in{"t", nullptr, {&run}, nullptr, ""};
+  const std::string html = render_html(in, kFakeLibrary);
+  EXPECT_NE(html.find("<section class=\"utilization\" id=\"utilization\">"), std::string::npos);
+  EXPECT_EQ(html.find(kEvil), std::string::npos) << "a step name or note was not escaped";
+  const nlohmann::json charts = island(html)["charts"];
+  std::vector<nlohmann::json> timelines;
+  for (const auto& c : charts)
+    if (c["kind"] == "timeline") timelines.push_back(c);
+  ASSERT_EQ(timelines.size(), 2u);
+  EXPECT_EQ(body_attr(html, "data-charts-expected"), static_cast<int>(charts.size()));
+  const nlohmann::json& g0 = timelines[0];
+  EXPECT_EQ(g0["title"], "GPU 0 (H200): utilization");
+  EXPECT_EQ(g0["x_unit"], "s");
+  std::vector<std::string> labels;
+  for (const auto& series : g0["series"])
+    labels.push_back(series["label"]);
+  // DRAM has no value anywhere: no series; power on the second axis.
+  EXPECT_EQ(labels, (std::vector<std::string>{"SM active", "tensor active", "GPU util (NVML)",
+                                              "power", "SM clock"}));
+  EXPECT_EQ(g0["series"][3]["axis"], "y2");
+  EXPECT_EQ(g0["series"][0]["points"].size(), 6u);
+  EXPECT_TRUE(g0["series"][0]["points"][0][1].is_null());  // a gap, not a 0
+  EXPECT_DOUBLE_EQ(g0["series"][0]["points"][1][1].get<double>(), 90.0);
+  // Each step's window once, on the GPUs it ran on.
+  ASSERT_EQ(g0["windows"].size(), 1u);
+  EXPECT_EQ(g0["windows"][0]["label"], "compute.gemm");
+  EXPECT_DOUBLE_EQ(g0["windows"][0]["t_begin"].get<double>(), 0.05);
+  ASSERT_EQ(timelines[1]["windows"].size(), 1u);
+  EXPECT_EQ(timelines[1]["windows"][0]["label"], std::string(kEvil));  // escaped by the island
+  // The step table: one row per step and GPU, figures or n/a.
+  const size_t table = html.find("<table class=\"utilization\">");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_EQ(count(html.substr(table, html.find("</table>", table) - table), "<tr>"), 3u);
+  EXPECT_NE(html.find("90.0 % <span class=\"sub\">p95 90.0 %</span>"), std::string::npos);
+  EXPECT_NE(html.find("500 W <span class=\"sub\">max 510 W</span>"), std::string::npos);
+}
+
+TEST(Html, UtilizationOnlyWithATimeline) {
+  RunFile run = monitored_run(6);
+  HtmlReportInput in{"t", nullptr, {&run}, nullptr, ""};
+  // Tables only: the section and its table stay, no chart.
+  const std::string tables = render_html(in, "");
+  EXPECT_NE(tables.find("id=\"utilization\""), std::string::npos);
+  EXPECT_NE(tables.find("<table class=\"utilization\">"), std::string::npos);
+  EXPECT_EQ(count(tables, "<canvas id="), 0u);
+  // No timeline: no section at all.
+  run.timeline.reset();
+  const std::string none = render_html(in, kFakeLibrary);
+  EXPECT_EQ(none.find("id=\"utilization\""), std::string::npos);
+  for (const auto& c : island(none)["charts"])
+    EXPECT_NE(c["kind"], "timeline");
+  // Two runs: sections named per run.
+  const RunFile other = monitored_run(3);
+  run = monitored_run(6);
+  HtmlReportInput two{"t", nullptr, {&run, &other}, nullptr, ""};
+  const std::string html = render_html(two, kFakeLibrary);
+  EXPECT_NE(html.find("id=\"utilization-run-1\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"utilization-run-2\""), std::string::npos);
+}
+
+TEST(Html, LongTimelinesAreAveragedDownForTheChart) {
+  const size_t n = 3 * kTimelineChartPoints + 7;
+  const RunFile run = monitored_run(n);
+  const nlohmann::ordered_json spec = timeline_chart_spec(run, run.timeline->gpus[0]);
+  const auto& power = spec["series"][3]["points"];
+  // Runs of ceil(n / kTimelineChartPoints) = 4 samples: ceil(n / 4) points.
+  EXPECT_EQ(power.size(), (n + 3) / 4);
+  EXPECT_LE(power.size(), kTimelineChartPoints);
+  EXPECT_DOUBLE_EQ(power[0][1].get<double>(), 500.0);
+  // A bucket's time is the mean of its samples' times: 0, 0.1, 0.2, 0.3 -> 0.15.
+  EXPECT_NEAR(power[0][0].get<double>(), 0.15, 1e-12);
+}
+
+TEST(TerminalSummary, OneUtilizationLinePerStepAndGpu) {
+  RunFile run = monitored_run(6);
+  const std::string text = render_summary(run);
+  const size_t head = text.find("utilization (mean over each step):\n");
+  ASSERT_NE(head, std::string::npos) << text;
+  // The first step's two results share one window: one line.
+  EXPECT_EQ(count(text, "  compute.gemm on GPU 0 H200, 0.2 s: SM 90 %, 500 W (max 510)\n"), 1u)
+      << text;
+  // Without GPM: no SM figure, never a 0.
+  const size_t gpu1 = text.find("on GPU 1 ", head);
+  ASSERT_NE(gpu1, std::string::npos) << text;
+  const std::string line = text.substr(gpu1, text.find('\n', gpu1) - gpu1);
+  EXPECT_NE(line.find(" s: 500 W (max 510)"), std::string::npos) << line;
+  EXPECT_EQ(text.find("SM 0 %"), std::string::npos);
+  // Not monitored: no such lines.
+  for (Result& r : run.results)
+    r.utilization.reset();
+  EXPECT_EQ(render_summary(run).find("utilization"), std::string::npos);
 }
 
 TEST(Html, BuiltInLibraryMatchesAvailability) {

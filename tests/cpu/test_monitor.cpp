@@ -7,12 +7,16 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "core/run_file.h"
+#include "monitor/run_record.h"
+#include "monitor/run_recorder.h"
 #include "monitor/sampler.h"
 #include "monitor/summary.h"
 
@@ -369,6 +373,191 @@ TEST(MonitorTimeline, SummaryJson) {
   EXPECT_DOUBLE_EQ(j[0]["sm_util_pct"]["p95"].get<double>(), 100.0);
   EXPECT_DOUBLE_EQ(j[0]["throttled_s"].get<double>(), 1.5);
   EXPECT_FALSE(j[1].contains("power_w_mean"));
+}
+
+// ---- run files: per-step windows and the timeline (monitor/run_record.h) -------------
+
+TEST(MonitorRunRecord, SliceCoveringTakesTheSamplesWhoseIntervalOverlaps) {
+  const std::vector<GpuSample> t = hand_made_timeline();  // 0, 0.5, 1, 2, 2.5; 2 GPUs
+  const auto times = [](const std::vector<GpuSample>& v, int gpu) {
+    std::vector<double> out;
+    for (const GpuSample& s : v)
+      if (s.gpu == gpu) out.push_back(s.t_s);
+    return out;
+  };
+  using V = std::vector<double>;
+  // (0.5, 1] and (1, 2] overlap [0.7, 1.2]; (0, 0.5] does not.
+  auto w = gpuvs::monitor::slice_covering(t, 0.7, 1.2);
+  EXPECT_EQ(times(w, 0), (V{1.0, 2.0}));
+  EXPECT_EQ(times(w, 1), (V{1.0, 2.0}));
+  // A window inside one interval gets that interval's sample only.
+  EXPECT_EQ(times(gpuvs::monitor::slice_covering(t, 1.1, 1.3), 0), (V{2.0}));
+  // A sample at the window's start covers time before it; one at its end is in.
+  EXPECT_EQ(times(gpuvs::monitor::slice_covering(t, 0.5, 1.0), 0), (V{1.0}));
+  // Zero length at a sample: that sample.
+  EXPECT_EQ(times(gpuvs::monitor::slice_covering(t, 2.0, 2.0), 0), (V{2.0}));
+  // Past the last sample: what there is, up to the end.
+  EXPECT_EQ(times(gpuvs::monitor::slice_covering(t, 2.2, 9.0), 0), (V{2.5}));
+  EXPECT_TRUE(gpuvs::monitor::slice_covering(t, 2.5, 9.0).empty());
+  EXPECT_TRUE(gpuvs::monitor::slice_covering({}, 0, 1).empty());
+}
+
+TEST(MonitorRunRecord, WindowUtilizationIsTheSummaryOfTheSlice) {
+  const std::vector<GpuSample> t = hand_made_timeline();
+  // Source GPU 0 is the run's GPU 4, source GPU 1 the run's GPU 2.
+  const std::vector<int> run_gpus = {4, 2};
+  const auto u = gpuvs::monitor::window_utilization(t, "memory.hbm", 0.7, 2.2, run_gpus, {4, 2});
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->step, "memory.hbm");
+  EXPECT_EQ(u->t_begin_s, 0.7);
+  EXPECT_EQ(u->t_end_s, 2.2);
+  ASSERT_EQ(u->gpus.size(), 2u);  // in the order asked
+  EXPECT_EQ(u->gpus[0].gpu, 4);
+  EXPECT_EQ(u->gpus[1].gpu, 2);
+  // The one summary code: the same figures as summarize() over the covering samples.
+  const GpuSummary direct =
+      gpuvs::monitor::summarize(gpuvs::monitor::slice_covering(t, 0.7, 2.2)).at(0);
+  const gpuvs::GpuUtilization& g = u->gpus[0];
+  EXPECT_EQ(g.samples, 3);  // t 1, 2, 2.5
+  EXPECT_EQ(g.samples, direct.samples);
+  EXPECT_DOUBLE_EQ(g.duration_s, 1.5);
+  EXPECT_DOUBLE_EQ(g.sm_util_pct->mean, (30 + 40 + 100) / 3.0);
+  EXPECT_DOUBLE_EQ(g.sm_util_pct->p95, 100);
+  EXPECT_DOUBLE_EQ(*g.power_w_mean, 500);
+  EXPECT_DOUBLE_EQ(*g.power_w_max, 600);
+  EXPECT_DOUBLE_EQ(*g.energy_j, *direct.energy_j);
+  EXPECT_DOUBLE_EQ(g.throttled_s, direct.throttled_s);
+  EXPECT_EQ(g.throttle_s_by_reason, direct.throttle_s_by_reason);
+  EXPECT_EQ(g, gpuvs::monitor::to_run_utilization(direct, 4));
+  // The NVML-only GPU: no GPM figure, never a 0.
+  EXPECT_FALSE(u->gpus[1].sm_util_pct.has_value());
+  EXPECT_DOUBLE_EQ(u->gpus[1].gpu_util_pct->mean, 50);
+  // Only the GPUs asked for; none sampled: nothing.
+  const auto only = gpuvs::monitor::window_utilization(t, "s", 0.7, 2.2, run_gpus, {2});
+  ASSERT_EQ(only->gpus.size(), 1u);
+  EXPECT_EQ(only->gpus[0].gpu, 2);
+  EXPECT_FALSE(gpuvs::monitor::window_utilization(t, "s", 0.7, 2.2, run_gpus, {0}).has_value());
+  EXPECT_FALSE(gpuvs::monitor::window_utilization(t, "s", 3.0, 4.0, run_gpus, {4}).has_value());
+}
+
+TEST(MonitorRunRecord, TimelineColumnsSourceAndRounding) {
+  std::vector<GpuSample> t = hand_made_timeline();
+  t[2].sm_util_pct = 20.04;  // rounded to 0.1
+  t[2].t_s = 0.50049;        // and times to 1 ms
+  t[2].sm_mhz = 1755;
+  t.push_back(at(7, 3.0));  // a source GPU without a run index: ignored
+  const gpuvs::Timeline tl = gpuvs::monitor::to_run_timeline(t, {4, 2}, 0.5, {"note"});
+  EXPECT_EQ(tl.source, "nvml");  // run GPU 2 has no GPM figure
+  EXPECT_EQ(tl.interval_s, 0.5);
+  EXPECT_EQ(tl.notes, std::vector<std::string>{"note"});
+  ASSERT_EQ(tl.gpus.size(), 2u);
+  EXPECT_EQ(tl.gpus[0].gpu, 2);  // by run GPU index
+  const gpuvs::GpuTimeline& g = tl.gpus[1];
+  EXPECT_EQ(g.gpu, 4);
+  EXPECT_EQ(g.t_s, (std::vector<double>{0.0, 0.5, 1.0, 2.0, 2.5}));
+  for (const auto* column :
+       {&g.sm_util_pct, &g.tensor_util_pct, &g.dram_bw_util_pct, &g.gpu_util_pct, &g.power_w})
+    EXPECT_EQ(column->size(), g.t_s.size());
+  EXPECT_EQ(g.sm_mhz.size(), g.t_s.size());
+  EXPECT_FALSE(g.sm_util_pct[0].has_value());
+  EXPECT_DOUBLE_EQ(*g.sm_util_pct[1], 20.0);
+  EXPECT_EQ(g.sm_mhz[1], 1755);
+  EXPECT_FALSE(g.tensor_util_pct[1].has_value());
+  EXPECT_DOUBLE_EQ(*g.power_w[4], 600);
+  // Every GPU with GPM: "nvml+gpm"; nothing sampled: "none", notes kept.
+  EXPECT_EQ(gpuvs::monitor::to_run_timeline(t, {4}, 0.5, {}).source, "nvml+gpm");
+  const gpuvs::Timeline none = gpuvs::monitor::to_run_timeline({}, {0}, 0.1, {"NVML unavailable"});
+  EXPECT_EQ(none.source, "none");
+  EXPECT_TRUE(none.gpus.empty());
+  EXPECT_EQ(none.notes, std::vector<std::string>{"NVML unavailable"});
+}
+
+// A run as the session builds it: two GPUs, results appended step by step.
+gpuvs::RunFile two_gpu_run() {
+  gpuvs::RunFile run;
+  run.meta = {"0.1.0", "unknown", {"gpuvs", "bench"}, "bench", "2026-11-30T12:00:00Z", "", "h"};
+  run.system.os = "Linux";
+  run.system.cpu.model = "test";
+  run.system.gpus.resize(2);
+  run.system.gpus[1].index = 1;
+  return run;
+}
+
+gpuvs::Result result(std::string id, std::vector<int> devices) {
+  gpuvs::Result r;
+  r.id = std::move(id);
+  r.unit = "B/s";
+  r.devices = std::move(devices);
+  return r;
+}
+
+TEST(MonitorRunRecorder, StepsGetTheirWindowsAndTheRunItsTimeline) {
+  auto owned = std::make_unique<FakeSource>(2);
+  FakeSource* source = owned.get();
+  gpuvs::monitor::RunRecorder recorder(std::move(owned), 5ms, {0, 1});
+  recorder.start();
+  ASSERT_TRUE(recorder.sampling());
+  gpuvs::RunFile run = two_gpu_run();
+
+  // Step 1 on GPU 1 (two results), step 2 on both GPUs (a result naming no device).
+  const double b1 = recorder.now_s();
+  std::this_thread::sleep_for(30ms);
+  run.results.push_back(result("a.x", {1}));
+  run.results.push_back(result("a.y", {1}));
+  recorder.step_done(run.results, 0, "a", b1, {1});
+  const double b2 = recorder.now_s();
+  std::this_thread::sleep_for(30ms);
+  run.results.push_back(result("b", {}));
+  recorder.step_done(run.results, 2, "b", b2, {0, 1});
+  ASSERT_TRUE(run.results[0].utilization.has_value()) << "filled as the steps end";
+  recorder.finish(run);
+  EXPECT_FALSE(recorder.sampling());
+  const int calls = source->calls.load();
+
+  const gpuvs::Utilization& a = *run.results[0].utilization;
+  EXPECT_EQ(a.step, "a");
+  EXPECT_EQ(a.t_begin_s, b1);
+  EXPECT_GE(a.t_end_s, a.t_begin_s + 0.03);
+  EXPECT_EQ(*run.results[1].utilization, a);  // a step's results share the window
+  ASSERT_EQ(a.gpus.size(), 1u);
+  EXPECT_EQ(a.gpus[0].gpu, 1);
+  EXPECT_GE(a.gpus[0].samples, 2);                  // 30 ms at 5 ms, generously
+  EXPECT_FALSE(a.gpus[0].sm_util_pct.has_value());  // the fake's GPU 1 has no GPM
+  EXPECT_DOUBLE_EQ(*a.gpus[0].power_w_mean, 101);
+  const gpuvs::Utilization& b = *run.results[2].utilization;
+  EXPECT_EQ(b.step, "b");
+  EXPECT_GE(b.t_begin_s, a.t_end_s);
+  ASSERT_EQ(b.gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.gpus[0].sm_util_pct->mean, 10);
+
+  ASSERT_TRUE(run.timeline.has_value());
+  EXPECT_EQ(run.timeline->source, "nvml");
+  EXPECT_EQ(run.timeline->interval_s, 0.005);
+  EXPECT_EQ(run.timeline->notes, std::vector<std::string>{"fake"});
+  ASSERT_EQ(run.timeline->gpus.size(), 2u);
+  EXPECT_EQ(run.timeline->gpus[0].t_s.size() * 2, static_cast<size_t>(calls));
+  EXPECT_GE(run.timeline->gpus[0].t_s.back(), b.t_end_s - 1e-3);  // the last round, at stop
+  // What the recorder writes is a valid run file that reads back the same.
+  const gpuvs::RunFile back = gpuvs::parse_run_file(gpuvs::to_json_text(run), "mem.json");
+  EXPECT_EQ(back, run);
+}
+
+TEST(MonitorRunRecorder, WithoutGpusNothingIsSampledAndTheRunSaysWhy) {
+  gpuvs::monitor::RunRecorder recorder(std::make_unique<FakeSource>(0), 5ms, {0});
+  recorder.start();
+  EXPECT_FALSE(recorder.sampling());
+  EXPECT_EQ(recorder.now_s(), 0.0);
+  gpuvs::RunFile run = two_gpu_run();
+  run.results.push_back(result("a", {0}));
+  recorder.step_done(run.results, 0, "a", 0.0, {0});
+  recorder.finish(run);
+  EXPECT_FALSE(run.results[0].utilization.has_value());
+  ASSERT_TRUE(run.timeline.has_value());
+  EXPECT_EQ(run.timeline->source, "none");
+  EXPECT_EQ(run.timeline->notes, std::vector<std::string>{"fake"});
+  EXPECT_TRUE(run.timeline->gpus.empty());
+  EXPECT_THROW(gpuvs::monitor::RunRecorder(std::make_unique<FakeSource>(1), 0ms, {0}).start(),
+               gpuvs::Error);
 }
 
 }  // namespace

@@ -129,9 +129,45 @@ RunFile full_run() {
   r.status_reason = "checksum mismatch";
   r.validation = "destination equals source";
   r.clocks = ClockRecord{1700, 1755, 1980, 3201, 612.5, 58, {"sw_power_cap", "hw_slowdown"}, 18};
+  GpuUtilization u0;
+  u0.gpu = 0;
+  u0.samples = 19;
+  u0.duration_s = 1.8;
+  u0.sm_util_pct = UtilDistribution{99.4, 99.9};
+  u0.tensor_util_pct = UtilDistribution{0.0, 0.1};
+  u0.dram_bw_util_pct = UtilDistribution{91.25, 93.5};
+  u0.gpu_util_pct = UtilDistribution{100, 100};
+  u0.power_w_mean = 601.3;
+  u0.power_w_max = 688.9;
+  u0.energy_j = 1082.25;
+  u0.throttled_s = 0.4;
+  u0.throttle_s_by_reason = {{"sw_power_cap", 0.4}, {"gpu_idle", 0.1}};
+  GpuUtilization u1;  // a GPU without GPM: NVML figures only
+  u1.gpu = 1;
+  u1.samples = 1;
+  u1.gpu_util_pct = UtilDistribution{37.5, 37.5};
+  r.utilization = Utilization{"memory.hbm", 0.125, 1.95, {u0, u1}};
   run.results = {r};
   run.errors = {RunError{"bench compute.fp8 on GPU 0", "not supported"}};
   run.comm = two_rank_comm();
+  GpuTimeline t0;
+  t0.gpu = 0;
+  t0.t_s = {0.0, 0.1, 0.2};
+  t0.sm_util_pct = {std::nullopt, 99.2, 99.8};
+  t0.tensor_util_pct = {std::nullopt, 0.0, 0.1};
+  t0.dram_bw_util_pct = {std::nullopt, 88.1, 92.6};
+  t0.gpu_util_pct = {0.0, 100.0, 100.0};
+  t0.power_w = {118.4, 512.7, 641.5};
+  t0.sm_mhz = {1980, 1755, std::nullopt};
+  GpuTimeline t1;  // sampled once, no GPM
+  t1.gpu = 1;
+  t1.t_s = {0.0};
+  t1.sm_util_pct = t1.tensor_util_pct = t1.dram_bw_util_pct = {std::nullopt};
+  t1.gpu_util_pct = {37.5};
+  t1.power_w = {90.0};
+  t1.sm_mhz = {345};
+  run.timeline = Timeline{
+      "nvml", 0.1, {"GPM not supported on GPU 1 (NVIDIA A100): NVML utilization only"}, {t0, t1}};
   return run;
 }
 
@@ -189,7 +225,7 @@ TEST(RunFileRoundTrip, EmptyOptionalsAreNullAndReadBackEmpty) {
         "\"vbios_version\": null", "\"timing\": null", "\"peak\": null", "\"efficiency\": null",
         "\"clocks\": null", "\"bytes_per_iteration\": null", "\"flops_per_iteration\": null",
         "\"peak_at_clock\": null", "\"efficiency_at_clock\": null", "\"p99\": null",
-        "\"comm\": null"}) {
+        "\"comm\": null", "\"utilization\": null", "\"timeline\": null"}) {
     EXPECT_NE(text.find(key), std::string::npos) << key;
   }
   const RunFile back = round_trip(run);
@@ -199,6 +235,8 @@ TEST(RunFileRoundTrip, EmptyOptionalsAreNullAndReadBackEmpty) {
   EXPECT_FALSE(back.results[0].clocks.has_value());
   EXPECT_FALSE(back.results[0].stats.p99.has_value());
   EXPECT_FALSE(back.comm.has_value());
+  EXPECT_FALSE(back.results[0].utilization.has_value());
+  EXPECT_FALSE(back.timeline.has_value());
 }
 
 TEST(RunFileRoundTrip, CommAndP99) {
@@ -237,7 +275,7 @@ TEST(RunFileText, P99AndCommPlacement) {
   EXPECT_LT(pos("noise", stats), pos("p99", stats));
   EXPECT_NE(text.find("\"samples\": 5,\n        \"p99\": 4221000000000.0\n      },"),
             std::string::npos);
-  // comm is the last top-level key, after errors; nccl_env is written sorted.
+  // comm comes after errors (then timeline); nccl_env is written sorted.
   EXPECT_LT(pos("errors"), pos("comm"));
   EXPECT_NE(text.find("\n  \"comm\": {\n    \"launch\": \"mpi\",\n    \"world_size\": 2,"),
             std::string::npos);
@@ -420,6 +458,16 @@ TEST(RunFileFixtures, ValidFullIsCanonicalAndReadsBack) {
   EXPECT_FALSE(run.results[1].stats.p99.has_value());
   ASSERT_EQ(run.errors.size(), 1u);
   EXPECT_FALSE(run.comm.has_value());
+  ASSERT_TRUE(hbm.utilization.has_value());
+  EXPECT_EQ(hbm.utilization->step, "memory.hbm");
+  ASSERT_EQ(hbm.utilization->gpus.size(), 1u);
+  EXPECT_EQ(hbm.utilization->gpus[0].dram_bw_util_pct->p95, 92.6);
+  EXPECT_FALSE(run.results[1].utilization.has_value());
+  ASSERT_TRUE(run.timeline.has_value());
+  EXPECT_EQ(run.timeline->source, "nvml+gpm");
+  ASSERT_EQ(run.timeline->gpus.size(), 1u);
+  EXPECT_EQ(run.timeline->gpus[0].t_s.size(), 6u);
+  EXPECT_EQ(run.timeline->gpus[0].sm_util_pct[0], std::nullopt);
   // The fixture is written in canonical form: what gpuvs writes is what is there.
   EXPECT_EQ(to_json_text(run), read_bytes(path));
 }

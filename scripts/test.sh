@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Quick start 2: build everything and run every test: formatting check, the whole
 # CTest suite (labels cpu and gpu; GPU tests skip with a reason without a GPU), the
-# CPU-only build and its tests, and the run-file loader's fuzzer for
-# GPUVS_FUZZ_SECONDS (default 30).
+# CPU-only build and its tests, and the fuzzers of the loaders for
+# GPUVS_FUZZ_SECONDS each (default 30; the reference-tensor reader gets half).
 # GPUVS_PRESET picks the configure preset (default: "default"; CI uses "ci").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,3 +41,10 @@ mkdir -p "$corpus_work-loaders"
 build/fuzz/fuzz/fuzz_loaders -max_total_time="$fuzz_seconds" -max_len=65536 \
   -print_final_stats=1 "$corpus_work-loaders" fuzz/corpus-loaders 2>&1 | tail -n 12
 echo "fuzz: loaders, no crash in ${fuzz_seconds} s"
+# The reference-tensor reader is small (one header, fixed depth): half the budget.
+tensor_seconds=$(( fuzz_seconds > 1 ? fuzz_seconds / 2 : 1 ))
+echo "== fuzz reference-tensor reader (${tensor_seconds} s)"
+mkdir -p "$corpus_work-tensor-file"
+build/fuzz/fuzz/fuzz_tensor_file -max_total_time="$tensor_seconds" -max_len=65536 \
+  -print_final_stats=1 "$corpus_work-tensor-file" fuzz/corpus-tensor-file 2>&1 | tail -n 12
+echo "fuzz: reference-tensor reader, no crash in ${tensor_seconds} s"

@@ -11,7 +11,7 @@ namespace gpuvs {
 
 namespace {
 
-const std::array<BenchmarkInfo, 12> kBenchmarks = {{
+const std::array<BenchmarkInfo, 13> kBenchmarks = {{
     {"memory.hbm", "memory",
      "HBM read, write, copy, scale, add, triad, dot (launch shape tuned per device)", true,
      run_hbm},
@@ -46,6 +46,10 @@ const std::array<BenchmarkInfo, 12> kBenchmarks = {{
     {"launch.overhead", "launch",
      "Kernel launch latency and rate, graph replay per node, graph vs stream speed-up", true,
      run_launch},
+    {"model.end_to_end", "model",
+     "End-to-end models: ResNet-50 bf16 train and infer, batch 256 (`gpuvs model` for all "
+     "options)",
+     true, run_model},
 }};
 
 }  // namespace
@@ -61,7 +65,7 @@ std::vector<const BenchmarkInfo*> select_benchmarks(std::span<const std::string>
   };
   if (names.empty()) {
     for (const auto& b : kBenchmarks)
-      add(b);
+      if (b.group != "model") add(b);
     return out;
   }
   for (const std::string& name : names) {

@@ -18,6 +18,10 @@ namespace gpuvs::comm {
 struct World;
 }
 
+namespace gpuvs::models {
+struct ModelRunOptions;
+}
+
 namespace gpuvs {
 
 struct BenchContext {
@@ -38,6 +42,9 @@ struct BenchContext {
   // Long benchmarks hand over the results so far; the session saves them (at most
   // every few seconds), so a kill loses only the last moments.
   std::function<void(std::span<const Result>)> checkpoint = nullptr;
+  // `gpuvs model`: the one configuration to run (nullptr: the quick table of
+  // `gpuvs run`).
+  const models::ModelRunOptions* model = nullptr;
 };
 
 // How often the session calls a benchmark: once per selected GPU, or once for the
@@ -56,7 +63,8 @@ struct BenchmarkInfo {
 std::span<const BenchmarkInfo> benchmarks();
 
 // Resolve names (full names or groups) to benchmarks in table order; an unknown
-// name throws UsageError listing what exists. Empty `names` selects everything.
+// name throws UsageError listing what exists. Empty `names` selects everything but
+// the models (group "model": minutes of work, `gpuvs model` or named explicitly).
 std::vector<const BenchmarkInfo*> select_benchmarks(std::span<const std::string> names);
 
 // Benchmarks of `gpuvs run`'s standard suite.
@@ -75,5 +83,6 @@ std::vector<Result> run_compute_gemm(BenchContext& ctx);      // compute_gemm.cp
 std::vector<Result> run_compute_roofline(BenchContext& ctx);  // roofline.cpp
 std::vector<Result> run_collectives(BenchContext& ctx);       // collectives.cpp (all GPUs)
 std::vector<Result> run_collective_study(BenchContext& ctx);  // collective_study.cpp
+std::vector<Result> run_model(BenchContext& ctx);             // models/trainer_run.cpp
 
 }  // namespace gpuvs

@@ -99,6 +99,7 @@ int run_cli(int argc, char** argv) {
   add_specs_command(app, ctx);
   add_advise_command(app, ctx);
   add_monitor_command(app, ctx);
+  add_model_command(app, ctx);
   add_pending_commands(app, ctx);
 
   try {

@@ -33,6 +33,11 @@ struct ModelConfig {
   bool graph = true;   // capture the whole step in a CUDA graph
   int seq = 128;       // BERT sequence length (128 or 512); ignored by ResNet-50
   uint64_t seed = 1;   // weights and synthetic data
+  // true: time every algorithm at construction (cudnnFind*, like
+  // torch.backends.cudnn.benchmark). false: take the library's heuristic choice
+  // (cudnnGet*_v7) without timing: the candidates of the largest-batch search use it
+  // so that the search stays fast; their memory may differ by the workspace.
+  bool autotune = true;
 };
 
 // A tensor on the host in PyTorch's layout and naming, for correctness checks
@@ -43,7 +48,8 @@ struct HostTensor {
 
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape)
+      n *= d;
     return n;
   }
 };

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/config.h"
@@ -63,9 +64,18 @@ class Model {
   // "bn1.running_mean"); tensors are fp32 in PyTorch's layout (NCHW, OIHW, ...).
   // set_tensor also accepts the inputs ("input", "labels" for ResNet-50);
   // get_tensor also returns "logits", "loss" and "grad/<parameter name>".
+  // "logits" is every model's main output (BERT: an alias of "prediction_logits").
   virtual std::vector<std::string> parameter_names() const = 0;
   virtual void set_tensor(const std::string& name, const HostTensor& tensor) = 0;
   virtual HostTensor get_tensor(const std::string& name) = 0;
+
+  // Per-layer time breakdown, for when a throughput target is missed. While enabled,
+  // each layer's work is bracketed by CUDA events (run without CUDA graphs then).
+  virtual void enable_layer_timing(bool /*on*/) {}
+  // Seconds per named layer ("fwd conv1", "fwd layer1.0.bn1+relu", "bwd layer1.0.conv1",
+  // "fwd fc", "loss", "sgd", ...), summed over the steps run since enabled; forward and
+  // backward separate. Synchronises. Empty where a model does not time its layers.
+  virtual std::vector<std::pair<std::string, double>> layer_times() { return {}; }
 };
 
 // Builds the model named in config.model. Throws UsageError for an unknown model or

@@ -1,0 +1,157 @@
+// `gpuvs model resnet50|bert-large`: end-to-end throughput of one configuration
+// (train or infer, precision, batch or the largest that fits, accumulation, CUDA
+// graph), through the shared session: run file, summary, exit codes. The options
+// are checked here, on every build, before anything touches a GPU (docs/models.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+
+#include "cli/app.h"
+#include "cli/session.h"
+#include "models/run_options.h"
+
+#if GPUVS_HAVE_CUDA
+#include "bench/registry.h"
+#endif
+
+namespace gpuvs::cli {
+
+namespace {
+
+constexpr std::array<std::string_view, 2> kModels = {"resnet50", "bert-large"};
+
+struct ModelArgs {
+  std::string model;
+  std::string mode = "train";
+  std::string precision = "bf16";
+  std::string batch = "256";
+  int accumulate = 1;
+  std::string graph = "on";
+  std::optional<double> headroom;
+  std::optional<int> seq;
+  std::optional<int> steps;
+  std::optional<double> time_cap_s;
+  bool profile = false;
+  bool quick = false;
+  std::string gpus;
+};
+
+template <size_t N>
+std::string joined(const std::array<std::string_view, N>& names) {
+  std::string out;
+  for (std::string_view n : names)
+    out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+// The checks that need no GPU: every one throws UsageError (exit 2) naming the flag.
+models::ModelRunOptions parse_model_args(const ModelArgs& a) {
+  models::ModelRunOptions run;
+  models::ModelConfig& c = run.config;
+  if (std::find(kModels.begin(), kModels.end(), a.model) == kModels.end())
+    throw UsageError(fmt::format("unknown model '{}'; known: {}", a.model, joined(kModels)));
+  c.model = a.model;
+  const auto mode = models::mode_from_string(a.mode);
+  if (!mode) throw UsageError(fmt::format("--mode: '{}' is not train or infer", a.mode));
+  c.mode = *mode;
+  const auto precision = models::precision_from_string(a.precision);
+  if (!precision)
+    throw UsageError(
+        fmt::format("--precision: '{}' is not one of fp32, tf32, fp16, bf16, fp8", a.precision));
+  c.precision = *precision;
+
+  if (a.batch == "max") {
+    run.batch_max = true;
+  } else {
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(a.batch, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != a.batch.size() || v < 1 || v > (1L << 24))
+      throw UsageError(
+          fmt::format("--batch: '{}' is not a batch size (a positive integer) or max", a.batch));
+    c.batch = static_cast<int>(v);
+  }
+  if (a.accumulate < 1) throw UsageError("--accumulate: must be 1 or more");
+  if (a.accumulate > 1 && c.mode != models::Mode::kTrain)
+    throw UsageError("--accumulate: gradient accumulation is for --mode train only");
+  c.accumulate = a.accumulate;
+  if (a.graph != "on" && a.graph != "off")
+    throw UsageError(fmt::format("--graph: '{}' is not on or off", a.graph));
+  c.graph = a.graph == "on";
+  if (a.headroom) {
+    if (!run.batch_max) throw UsageError("--headroom: only with --batch max");
+    if (!(*a.headroom >= 0 && *a.headroom <= 0.9))
+      throw UsageError(fmt::format("--headroom: {} is not a fraction in [0, 0.9]", *a.headroom));
+    run.headroom = *a.headroom;
+  }
+  if (a.seq) {
+    if (c.model != "bert-large") throw UsageError("--seq: only for bert-large");
+    if (*a.seq != 128 && *a.seq != 512)
+      throw UsageError(fmt::format("--seq: {} is not 128 or 512", *a.seq));
+    c.seq = *a.seq;
+  }
+  if (a.steps && *a.steps < 1) throw UsageError("--steps: must be 1 or more");
+  run.steps = a.steps;
+  if (a.time_cap_s && !(*a.time_cap_s > 0)) throw UsageError("--time-cap: must be positive");
+  run.profile = a.profile;
+  return run;
+}
+
+}  // namespace
+
+void add_model_command(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<ModelArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "model",
+      "End-to-end ResNet-50 / BERT-large throughput: train or infer, precision, batch (or the "
+      "largest that fits), CUDA graph; writes a run file");
+  sub->add_option("model", args->model, "resnet50 | bert-large")->required();
+  sub->add_option("--mode", args->mode, "train (default) | infer");
+  sub->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 (default) | fp8");
+  sub->add_option("--batch", args->batch,
+                  "Images or sequences per micro-step (default 256), or max: the largest that "
+                  "fits, then measured at the recommended batch");
+  sub->add_option("--accumulate", args->accumulate,
+                  "Micro-steps per optimizer step (train): global batch = K x batch (default 1)");
+  sub->add_option("--graph", args->graph, "Replay each step as one CUDA graph: on (default) | off");
+  sub->add_option("--headroom", args->headroom,
+                  "With --batch max: fraction of memory the recommended batch leaves free "
+                  "(default 0.10)");
+  sub->add_option("--seq", args->seq, "bert-large sequence length: 128 (default) | 512");
+  auto* steps = sub->add_option("--steps", args->steps,
+                                "Exactly N timed steps, one sample each (default: until the "
+                                "noise target or the time cap)");
+  auto* cap =
+      sub->add_option("--time-cap", args->time_cap_s,
+                      "Seconds of sampling for the throughput (default 2; 0.5 with --quick)");
+  steps->excludes(cap);
+  sub->add_flag("--profile", args->profile,
+                "Per-layer time breakdown, where the model can time its layers");
+  sub->add_option("--gpu", args->gpus, "GPU to measure, e.g. 0 (default: all, one after another)");
+  sub->add_flag("--quick", args->quick, "Short pass, as in `gpuvs run`");
+  sub->callback([&ctx, args] {
+    SessionOptions options;
+    options.command = "model";
+    options.gpu_list = args->gpus;
+    options.model = parse_model_args(*args);
+    options.quick = args->quick;
+    options.measure = args->quick ? quick_options() : MeasureOptions{};
+    if (args->time_cap_s) options.measure.time_cap_s = *args->time_cap_s;
+#if GPUVS_HAVE_CUDA
+    const std::vector<std::string> names = {"model"};
+    options.benchmarks = select_benchmarks(names);
+    ctx.exit_code = run_session(ctx.global, options);
+#else
+    throw_built_without_cuda("model");
+#endif
+  });
+}
+
+}  // namespace gpuvs::cli

@@ -1,0 +1,80 @@
+// The largest batch that fits on a GPU, and a recommended batch that leaves headroom.
+// Plain C++ over a callback `try_batch(batch)` (construct the model, run one step,
+// report the memory it used), so the search is tested on the CPU with a fake.
+//
+// Search (docs/models.md, "--batch max"):
+//  1. from `start`, double while the candidate fits (halve while it does not, down to
+//     1), until the first failure or `limit`;
+//  2. with two fitting candidates, the memory line used(b) = fixed + per_item * b
+//     predicts the largest batch that fits; that prediction (rounded down to
+//     `granularity`) and its neighbour one granule away are tried first: when the
+//     line is right, two candidates close the bracket;
+//  3. bisection between the last fit and the first failure until they are at most
+//     `granularity` apart (or `max_probes` candidates were tried).
+// Recommended batch: the largest b with baseline + fixed + per_item * b <=
+// (1 - headroom) * total, from the line through the two largest fitting candidates
+// (one candidate only: per_item = used / batch, no fixed part, which over-estimates
+// and so errs small), clamped to [1, max_batch] and rounded down to a multiple of 8
+// when >= 8 (tensor-core friendly shapes).
+// Invariants: every candidate is in [1, limit]; no batch is tried twice; a failure
+// never ends the search by itself (it is the upper end of the bracket).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuvs::models {
+
+// What one candidate did.
+struct FitProbe {
+  bool fits = false;
+  // Device memory the candidate took (model and one step), bytes; nullopt unknown.
+  std::optional<double> used_bytes;
+  std::string detail;  // why it did not fit (the out-of-memory message)
+};
+
+struct BatchProbe {
+  int batch = 0;
+  FitProbe probe;
+};
+
+struct BatchSearchOptions {
+  int start = 64;
+  int limit = 1 << 16;  // never try more
+  int granularity = 8;  // the bracket is closed once this narrow
+  int max_probes = 24;
+  double headroom = 0.10;     // fraction of total memory left free
+  double total_bytes = 0;     // device memory (cudaMemGetInfo total)
+  double baseline_bytes = 0;  // used before any candidate (context, other processes)
+};
+
+// used(b) = fixed_bytes + per_item_bytes * b.
+struct MemoryLine {
+  double fixed_bytes = 0;
+  double per_item_bytes = 0;
+};
+
+struct BatchSearchResult {
+  int max_batch = 0;      // largest batch that fit; 0: not even batch 1
+  int first_failure = 0;  // smallest batch that did not fit; 0: none up to limit
+  int recommended_batch = 0;
+  std::optional<MemoryLine> memory;  // from the two largest fits
+  std::string recommendation;        // how recommended_batch was decided, one line
+  std::vector<BatchProbe> probes;    // in the order tried
+};
+
+// The line through the two largest fitting probes with a known memory figure, or
+// proportional (no fixed part) from one; nullopt with none.
+std::optional<MemoryLine> memory_line(const std::vector<BatchProbe>& probes);
+
+// Largest batch whose predicted use stays under (1 - headroom) * total, as described
+// above; `max_batch` >= 1.
+int recommend_batch(const std::optional<MemoryLine>& line, int max_batch,
+                    const BatchSearchOptions& options, std::string* how = nullptr);
+
+BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch,
+                                   const BatchSearchOptions& options);
+
+}  // namespace gpuvs::models

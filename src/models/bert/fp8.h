@@ -1,0 +1,68 @@
+// FP8 for BERT's encoder GEMMs (precision fp8, compute capability >= 8.9): E4M3 for
+// activations and weights (forward), E5M2 for gradients, one scale per tensor.
+//
+// Scaling (as NVIDIA's Transformer Engine "delayed scaling"): every FP8 tensor has an
+// Fp8Meta on the GPU. A cast multiplies by meta.scale, saturates to the format's
+// largest finite value, and records the tensor's amax (atomicMax). update_fp8_metas()
+// then pushes the step's amax into a history of kFp8History steps and sets
+// scale = fmt_max / max(history) for the next step (scale_inv = 1 / scale is what the
+// GEMM multiplies back). Weights change once per step and are cast right after the
+// optimizer, so they use the current amax instead (amax pass, then scale, then cast).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "models/layers/dtype.h"
+
+namespace gpuvs::models::bert {
+
+constexpr int kFp8History = 16;
+constexpr float kE4m3Max = 448.0f;
+constexpr float kE5m2Max = 57344.0f;
+
+// 256 bytes, scale_inv first: in an array from cudaMalloc every scale_inv, which the
+// FP8 GEMMs take as their scale pointers, is 256-byte aligned. cuBLASLt checks the
+// alignment of scale pointers when it picks an algorithm (bench/gemm.cpp found so);
+// the first H200 run's refusal came with scale_inv 4 bytes into a 96-byte meta.
+struct Fp8Meta {
+  float scale_inv;  // 1 / scale: the GEMM's dequantisation factor
+  float scale;      // multiply before the cast
+  float amax;       // amax of the current step (reset by the update)
+  float fmt_max;    // kE4m3Max or kE5m2Max
+  int32_t delayed;  // 1: history-based (activations, gradients); 0: current (weights)
+  int32_t pad[3];
+  float history[kFp8History];
+  int32_t pad_to_256[40];
+};
+static_assert(sizeof(Fp8Meta) == 256, "Fp8Meta: 256 bytes, every scale_inv 256-byte aligned");
+
+// A fresh meta: scale 1, empty history.
+Fp8Meta fp8_meta_init(bool e5m2, bool delayed);
+
+// out (rows, cols) fp8 = saturate(src * meta.scale), and out_t (cols, rows) its
+// transpose (either may be null); meta.amax = max(meta.amax, max |src|). src is fp32
+// (src_f32) or `dtype` (16-bit activations). rows and cols multiples of 32.
+struct Fp8CastArgs {
+  int64_t rows = 0, cols = 0;
+  const void* src = nullptr;
+  bool src_f32 = false;
+  DType dtype = DType::kBF16;
+  bool e5m2 = false;
+  uint8_t* out = nullptr;
+  uint8_t* out_t = nullptr;
+  Fp8Meta* meta = nullptr;
+};
+void fp8_cast(const Fp8CastArgs& a, cudaStream_t s);
+
+// meta.amax = max |src| (fp32), then meta.scale from it: the current scaling of weights.
+void fp8_current_scale(const float* src, int64_t n, Fp8Meta* meta, cudaStream_t s);
+
+// For every delayed meta: push amax into the history, new scale from its maximum.
+void update_fp8_metas(Fp8Meta* metas, int count, cudaStream_t s);
+
+// dst (n) fp32 = beta * dst + src (n) bf16.
+void add_bf16_into_f32(const void* src, float* dst, int64_t n, float beta, cudaStream_t s);
+
+}  // namespace gpuvs::models::bert

@@ -1,0 +1,81 @@
+// One of the encoder's dense layers (QKV, attention output, FFN1, FFN2) in FP8 for all
+// 24 layers: y = x W^T + b with x and W in E4M3, dx = dy W and dW = dy^T x with dy in
+// E5M2 (fp8.h for the scaling). cuBLASLt's FP8 GEMMs on Hopper take only the "TN" form
+// (both operands K-major, gemm.h), so the weights are kept in FP8 twice, W (out, in)
+// for the forward and W^T (in, out) for dgrad, the layer input x is cast with its
+// transpose x^T (in, rows) for wgrad, and dy is cast with its transpose (one
+// cast-and-transpose kernel each, as NVIDIA's Transformer Engine does). Activations
+// stay bf16 outside the GEMMs; the bias is bf16 (fused epilogue where cuBLASLt runs it);
+// weight gradients are FP32 (bf16 plus an FP32 add where cuBLASLt runs no FP8 GEMM
+// with an FP32 output).
+//
+// Each of the three GEMMs is FP8 only where cuBLASLt runs it (Gemm tries it at
+// construction); one it refuses runs in bf16 from the bf16 working copies instead
+// (x, W, dy), and plan() says which and why. So a refusal shows at construction and
+// in the plan, never at the first step.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpu/cublaslt.h"
+#include "gpu/device.h"
+#include "models/bert/fp8.h"
+#include "models/bert/gemm.h"
+
+namespace gpuvs::models::bert {
+
+class Fp8Linear {
+ public:
+  // metas: (layers, 3) device metas of x, W and dy per layer, initialised by the caller.
+  // name: the layer's name in messages and the plan ("qkv", "ffn1", ...).
+  Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t out, int layers, bool train,
+            Fp8Meta* metas, const std::string& name);
+  ~Fp8Linear();
+  Fp8Linear(const Fp8Linear&) = delete;
+  Fp8Linear& operator=(const Fp8Linear&) = delete;
+
+  static constexpr int kMetasPerLayer = 3;  // x, W, dy
+
+  // W and/or W^T of layer l in E4M3 from the FP32 master (out, in), current scaling.
+  void cast_weight(int l, const float* master, cudaStream_t s);
+  // y (rows, out) bf16 = x (rows, in) bf16 W^T + bias (out) bf16; w16 (out, in) is the
+  // bf16 working copy of W (used where the forward GEMM runs in bf16).
+  void forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
+               cudaStream_t s);
+  // dx (rows, in) bf16 = dy W + beta_dx dx (in place); dw (out, in) fp32 = dy^T x + beta_w dw.
+  // x (rows, in) bf16 and w16 as in forward (used where a GEMM runs in bf16).
+  void backward(int l, const void* x, const void* w16, const void* dy, void* dx, float beta_dx,
+                float* dw, float beta_w, void* ws, cudaStream_t s);
+
+  // "qkv: fwd FP8 (algo .., bias fused, fast accumulation); dgrad FP8 (..); wgrad bf16
+  // (why)": which GEMMs are FP8.
+  std::string plan() const;
+
+ private:
+  Fp8Meta* meta(int l, int which) const { return metas_ + l * kMetasPerLayer + which; }
+  uint8_t* x_t(int l) const { return x8t_.as<uint8_t>() + size_t(l) * in_ * rows_; }
+  uint8_t* w(int l) const { return w8_.as<uint8_t>() + size_t(l) * out_ * in_; }
+  uint8_t* w_t(int l) const { return w8t_.as<uint8_t>() + size_t(l) * in_ * out_; }
+
+  int64_t rows_, in_, out_;
+  bool train_;
+  Fp8Meta* metas_;
+  std::string name_;
+  std::unique_ptr<Gemm> fwd_, dgrad_, wgrad_;    // FP8; null: that GEMM runs in bf16
+  std::string fwd_why_, dgrad_why_, wgrad_why_;  // why a GEMM is bf16
+  std::unique_ptr<Linear> bf16_;                 // the bf16 GEMMs
+  bool wgrad_f32_ = true;                        // false: bf16 output into dw16_, then added
+  DeviceBuffer x8_;                              // (rows, in) E4M3, FP8 forward
+  DeviceBuffer x8t_;                             // (layers, in, rows) E4M3, FP8 wgrad
+  DeviceBuffer w8_;                              // (layers, out, in) E4M3, FP8 forward
+  DeviceBuffer w8t_;                             // (layers, in, out) E4M3, FP8 dgrad
+  DeviceBuffer dy8_;                             // (rows, out) E5M2, FP8 dgrad
+  DeviceBuffer dy8t_;                            // (out, rows) E5M2, FP8 wgrad
+  DeviceBuffer dw16_;                            // (out, in) bf16, where wgrad_f32_ is false
+};
+
+}  // namespace gpuvs::models::bert

@@ -1,0 +1,130 @@
+// The largest-batch search on a real GPU, `gpuvs model`'s entry, and the models of
+// `gpuvs run`'s quick pass (the registry's "model.end_to_end"). See trainer.h.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <array>
+
+#include "bench/registry.h"
+#include "core/error.h"
+#include "gpu/check.h"
+#include "models/trainer.h"
+
+namespace gpuvs::models {
+
+FitProbe try_fit(const ModelConfig& config, int device) {
+  DeviceScope scope(device);
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  const double before = device_used_bytes();
+  try {
+    const std::unique_ptr<Model> model = build_model(config, device);
+    model->generate_input(config.seed);
+    enqueue_step(*model);
+    GPUVS_CUDA_CHECK(cudaStreamSynchronize(model->stream()));
+    return {true, device_used_bytes() - before, ""};
+  } catch (const OutOfMemoryError& e) {
+    cudaGetLastError();  // an allocation failure is not sticky; leave nothing behind
+    return {false, std::nullopt, e.what()};
+  }
+}
+
+BatchSearchResult find_max_batch(const ModelConfig& config, int device, double headroom,
+                                 const std::function<void(const std::string&)>& progress) {
+  DeviceScope scope(device);
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto [free_b, total_b] = device_memory_info();
+  BatchSearchOptions o;
+  o.start = 32;
+  o.headroom = headroom;
+  o.total_bytes = static_cast<double>(total_b);
+  o.baseline_bytes = static_cast<double>(total_b - free_b);
+  // Candidates take cuDNN's heuristic algorithms: timing every algorithm at every
+  // candidate's batch would take minutes. No graph: it adds a few MB at most, which
+  // the headroom covers.
+  ModelConfig candidate = config;
+  candidate.autotune = false;
+  candidate.graph = false;
+  return search_max_batch(
+      [&](int batch) {
+        if (progress)
+          progress(fmt::format("{}: batch search, trying {}", result_id_base(config), batch));
+        candidate.batch = batch;
+        return try_fit(candidate, device);
+      },
+      o);
+}
+
+std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx) {
+  if (!run.batch_max) return measure_model(run, ctx);
+  SearchFacts facts;
+  facts.headroom = run.headroom;
+  const double t0 = steady_wall_clock().now_s();
+  facts.search = find_max_batch(run.config, ctx.device, run.headroom, ctx.progress);
+  facts.seconds = steady_wall_clock().now_s() - t0;
+  if (facts.search.max_batch == 0) {
+    const std::string why =
+        facts.search.probes.empty() ? "" : ": " + facts.search.probes.back().probe.detail;
+    throw OutOfMemoryError(fmt::format("{} does not fit on GPU {} even at batch 1{}",
+                                       model_display_name(run.config.model), ctx.device, why));
+  }
+  ModelRunOptions at = run;
+  at.config.batch = facts.search.recommended_batch;
+  return measure_model(at, ctx, &facts);
+}
+
+}  // namespace gpuvs::models
+
+namespace gpuvs {
+
+namespace {
+
+struct QuickModel {
+  const char* model;
+  models::Mode mode;
+  models::Precision precision;
+  int batch;
+};
+
+// `gpuvs run`'s models: ResNet-50 bf16 training and inference at batch 256, about
+// 15 s together on an H200 with construction and cuDNN autotuning. BERT-large adds
+// its rows here.
+constexpr std::array<QuickModel, 2> kQuickModels = {{
+    {"resnet50", models::Mode::kTrain, models::Precision::kBf16, 256},
+    {"resnet50", models::Mode::kInfer, models::Precision::kBf16, 256},
+}};
+
+}  // namespace
+
+std::vector<Result> run_model(BenchContext& ctx) {
+  if (ctx.model != nullptr) return models::run_configured(*ctx.model, ctx);
+  std::vector<Result> out;
+  for (const QuickModel& q : kQuickModels) {
+    models::ModelRunOptions run;
+    run.config.model = q.model;
+    run.config.mode = q.mode;
+    run.config.precision = q.precision;
+    run.config.batch = q.batch;
+    try {
+      for (Result& r : models::run_configured(run, ctx))
+        out.push_back(std::move(r));
+    } catch (const Error& e) {
+      // One configuration failing (out of memory on a small GPU) leaves the others.
+      Result r;
+      r.id = models::result_id_base(run.config);
+      r.name = fmt::format("{} {} {}, batch {}", models::model_display_name(q.model),
+                           models::to_string(q.mode), models::to_string(q.precision), q.batch);
+      r.devices = {ctx.device};
+      r.parameters = {{"model", std::string(q.model)},
+                      {"mode", std::string(models::to_string(q.mode))},
+                      {"precision", std::string(models::to_string(q.precision))},
+                      {"batch", int64_t{q.batch}}};
+      r.status = Status::kError;
+      r.status_reason = e.what();
+      out.push_back(std::move(r));
+    }
+    if (ctx.checkpoint) ctx.checkpoint(out);
+  }
+  return out;
+}
+
+}  // namespace gpuvs

@@ -1,0 +1,109 @@
+// `gpuvs model` as a user meets it on a machine without a GPU (docs/models.md):
+// every bad value is a usage error (exit 2) before anything touches a GPU, and a
+// good command says in one line why it cannot run (exit 3).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "cli_runner.h"
+
+namespace {
+
+using gpuvs_test::CliOutcome;
+using gpuvs_test::run_gpuvs;
+
+bool gpu_present() {
+  return std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
+}
+
+std::string out_dir() {
+  return (std::filesystem::temp_directory_path() /
+          ("gpuvs_cli_model_" + std::to_string(::getpid())))
+      .string();
+}
+
+CliOutcome model(const std::string& args) {
+  return run_gpuvs("--out " + out_dir() + " model " + args);
+}
+
+TEST(CliModel, HelpNamesEveryOption) {
+  const CliOutcome o = run_gpuvs("model --help");
+  EXPECT_EQ(o.code, 0);
+  for (const char* opt :
+       {"resnet50", "bert-large", "--mode", "--precision", "--batch", "max", "--accumulate",
+        "--graph", "--headroom", "--seq", "--steps", "--time-cap", "--profile", "--gpu", "--quick"})
+    EXPECT_NE(o.out.find(opt), std::string::npos) << "help lacks " << opt << ":\n" << o.out;
+}
+
+TEST(CliModel, NoLongerPending) {
+  const CliOutcome o = run_gpuvs("--help");
+  EXPECT_EQ(o.out.find("End-to-end ResNet-50 / BERT-large throughput (train or infer) (not built"),
+            std::string::npos);
+  EXPECT_EQ(model("resnet50 --help").err.find("not built yet"), std::string::npos);
+}
+
+struct BadCase {
+  const char* args;
+  const char* says;  // a piece of the one line on stderr
+};
+
+TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
+  const BadCase cases[] = {
+      {"vgg16", "unknown model 'vgg16'; known: resnet50, bert-large"},
+      {"resnet50 --mode eval", "--mode: 'eval' is not train or infer"},
+      {"resnet50 --precision int4", "--precision: 'int4'"},
+      {"resnet50 --batch 0", "--batch: '0' is not a batch size"},
+      {"resnet50 --batch 12x", "--batch: '12x'"},
+      {"resnet50 --batch -4", "--batch: '-4'"},
+      {"resnet50 --accumulate 0", "--accumulate: must be 1 or more"},
+      {"resnet50 --mode infer --accumulate 2", "--mode train only"},
+      {"resnet50 --graph maybe", "--graph: 'maybe' is not on or off"},
+      {"resnet50 --headroom 0.2", "--headroom: only with --batch max"},
+      {"resnet50 --batch max --headroom 0.95", "--headroom: 0.95 is not a fraction"},
+      {"resnet50 --seq 128", "--seq: only for bert-large"},
+      {"bert-large --seq 256", "--seq: 256 is not 128 or 512"},
+      {"resnet50 --steps 0", "--steps: must be 1 or more"},
+      {"resnet50 --time-cap 0", "--time-cap: must be positive"},
+  };
+  for (const BadCase& c : cases) {
+    const CliOutcome o = model(c.args);
+    EXPECT_EQ(o.code, 2) << c.args << ": " << o.err;
+    EXPECT_NE(o.err.find(c.says), std::string::npos) << c.args << ": " << o.err;
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << c.args << ": not one line: " << o.err;
+    EXPECT_TRUE(o.out.empty()) << c.args;
+  }
+}
+
+TEST(CliModel, ParserErrorsAreUsageErrors) {
+  EXPECT_EQ(model("").code, 2);                                 // no model named
+  EXPECT_EQ(model("resnet50 --steps 5 --time-cap 1").code, 2);  // one or the other
+  EXPECT_EQ(model("resnet50 --frobnicate").code, 2);
+}
+
+TEST(CliModel, WithoutAGpuExit3WithOneClearLine) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the GPU tests cover `gpuvs model`";
+  for (const char* args : {"resnet50", "resnet50 --batch max", "bert-large --seq 512 --quick",
+                           "resnet50 --mode infer --precision fp16 --graph off"}) {
+    const CliOutcome o = model(args);
+    EXPECT_EQ(o.code, 3) << args << ": " << o.err;
+    ASSERT_FALSE(o.err.empty()) << args;
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+    if (GPUVS_TEST_HAVE_CUDA)
+      EXPECT_NE(o.err.find("no NVIDIA GPU"), std::string::npos) << o.err;
+    else
+      EXPECT_NE(o.err.find("built without CUDA"), std::string::npos) << o.err;
+  }
+  std::filesystem::remove_all(out_dir());
+}
+
+TEST(CliModel, BenchListShowsTheModels) {
+  if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: no benchmark table";
+  const CliOutcome o = run_gpuvs("bench --list");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_NE(o.out.find("model.end_to_end"), std::string::npos) << o.out;
+}
+
+}  // namespace

@@ -1,0 +1,47 @@
+// Names of modes and precisions: every value round-trips, unknown names are refused.
+#include <gtest/gtest.h>
+
+#include "models/config.h"
+
+namespace gpuvs::models {
+namespace {
+
+TEST(ModelConfig, ModesRoundTrip) {
+  for (Mode m : {Mode::kTrain, Mode::kInfer}) {
+    const auto parsed = mode_from_string(to_string(m));
+    ASSERT_TRUE(parsed.has_value()) << to_string(m);
+    EXPECT_EQ(*parsed, m);
+  }
+  EXPECT_EQ(to_string(Mode::kTrain), "train");
+  EXPECT_EQ(to_string(Mode::kInfer), "infer");
+}
+
+TEST(ModelConfig, PrecisionsRoundTrip) {
+  for (Precision p :
+       {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16, Precision::kFp8}) {
+    const auto parsed = precision_from_string(to_string(p));
+    ASSERT_TRUE(parsed.has_value()) << to_string(p);
+    EXPECT_EQ(*parsed, p);
+  }
+  EXPECT_EQ(to_string(Precision::kBf16), "bf16");
+  EXPECT_EQ(to_string(Precision::kTf32), "tf32");
+}
+
+TEST(ModelConfig, UnknownNamesRefused) {
+  EXPECT_FALSE(mode_from_string("training").has_value());
+  EXPECT_FALSE(mode_from_string("").has_value());
+  EXPECT_FALSE(precision_from_string("FP16").has_value());
+  EXPECT_FALSE(precision_from_string("int8").has_value());
+}
+
+TEST(ModelConfig, Defaults) {
+  const ModelConfig c;
+  EXPECT_EQ(c.model, "resnet50");
+  EXPECT_EQ(c.mode, Mode::kTrain);
+  EXPECT_EQ(c.precision, Precision::kBf16);
+  EXPECT_EQ(c.batch, 256);
+  EXPECT_EQ(c.accumulate, 1);
+}
+
+}  // namespace
+}  // namespace gpuvs::models

@@ -1,0 +1,273 @@
+// Models end to end on a GPU (issue 7's runner, docs/models.md): the batch search
+// finds a fit and survives out-of-memory, a batch far too large is a clear error
+// (exit 1, run file kept), CUDA graph on and off give the same loss, two micro-steps
+// of 32 update the weights as one of 64, and `gpuvs model` writes its results.
+// Skipped without a GPU. Uses ResNet-50 through make_model.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "../cpu/cli_runner.h"
+#include "bench/registry.h"
+#include "core/error.h"
+#include "core/run_file.h"
+#include "gpu/check.h"
+#include "gpu_test_util.h"
+#include "models/trainer.h"
+
+namespace gpuvs::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 8192 images of ResNet-50 training need ~0.6 TB: more than any GPU has.
+constexpr int kFarTooLarge = 8192;
+
+ModelConfig resnet(Mode mode, Precision precision, int batch) {
+  ModelConfig c;
+  c.model = "resnet50";
+  c.mode = mode;
+  c.precision = precision;
+  c.batch = batch;
+  c.seed = 7;
+  return c;
+}
+
+double l2(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v)
+    s += double(x) * x;
+  return std::sqrt(s);
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuvs_model_run_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+RunFile only_run_file(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  if (files.size() != 1) throw Error("expected one run file in " + dir.string());
+  return load_run_file(files[0]);
+}
+
+const Result* find_result(const RunFile& run, const std::string& id) {
+  for (const Result& r : run.results)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+TEST(ModelRun, BenchLeavesModelsOutUnlessNamed) {
+  // No GPU needed: the table only.
+  for (const BenchmarkInfo* b : select_benchmarks({}))
+    EXPECT_NE(b->group, "model") << b->name;
+  const std::vector<std::string> named = {"model"};
+  const auto models = select_benchmarks(named);
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0]->name, "model.end_to_end");
+  const auto suite = run_suite();
+  EXPECT_TRUE(std::find(suite.begin(), suite.end(), models[0]) != suite.end())
+      << "gpuvs run's quick pass includes the models";
+}
+
+TEST(ModelRun, OutOfMemoryIsCaughtAndTheGpuRecovers) {
+  GPUVS_REQUIRE_GPU();
+  const FitProbe huge = try_fit(resnet(Mode::kTrain, Precision::kBf16, kFarTooLarge), 0);
+  EXPECT_FALSE(huge.fits);
+  EXPECT_FALSE(huge.detail.empty());
+  EXPECT_THROW(build_model(resnet(Mode::kTrain, Precision::kBf16, kFarTooLarge), 0),
+               OutOfMemoryError);
+  // Everything the failed candidates took is back: a small model builds and steps.
+  const FitProbe small = try_fit(resnet(Mode::kTrain, Precision::kBf16, 32), 0);
+  EXPECT_TRUE(small.fits) << small.detail;
+  ASSERT_TRUE(small.used_bytes.has_value());
+  EXPECT_GT(*small.used_bytes, 1e8);  // weights, gradients, momentum, activations
+}
+
+TEST(ModelRun, BatchMaxFindsAFitAndRecoversFromOutOfMemory) {
+  GPUVS_REQUIRE_GPU();
+  const double t0 = steady_wall_clock().now_s();
+  std::vector<std::string> seen;
+  const BatchSearchResult r =
+      find_max_batch(resnet(Mode::kTrain, Precision::kBf16, 256), 0, 0.10,
+                     [&](const std::string& line) { seen.push_back(line); });
+  const double seconds = steady_wall_clock().now_s() - t0;
+  std::string tried;
+  for (const BatchProbe& p : r.probes)
+    tried += std::to_string(p.batch) + (p.probe.fits ? " fits, " : " out of memory, ");
+  RecordProperty("search_seconds", std::to_string(seconds));
+  std::printf("batch search: %s max %d, recommended %d, %.1f s\n", tried.c_str(), r.max_batch,
+              r.recommended_batch, seconds);
+  EXPECT_GE(r.max_batch, 256) << "an 80 GB+ GPU fits ResNet-50 bf16 training at 256";
+  EXPECT_TRUE(std::any_of(r.probes.begin(), r.probes.end(),
+                          [](const BatchProbe& p) { return !p.probe.fits; }))
+      << "the search went past the memory: " << tried;
+  EXPECT_GT(r.first_failure, r.max_batch);
+  EXPECT_LE(r.first_failure - r.max_batch, 8) << tried;
+  EXPECT_GT(r.recommended_batch, 0);
+  EXPECT_LE(r.recommended_batch, r.max_batch);
+  EXPECT_EQ(seen.size(), r.probes.size());
+  // The recommended batch fits, with autotuning (the workspace may differ).
+  const FitProbe rec = try_fit(resnet(Mode::kTrain, Precision::kBf16, r.recommended_batch), 0);
+  EXPECT_TRUE(rec.fits) << rec.detail;
+}
+
+// Runs `steps` steps and returns the loss after each.
+std::vector<double> losses(const ModelConfig& config, bool graph, int steps) {
+  const auto model = build_model(config, 0);
+  model->generate_input(config.seed);
+  const StepRunner runner(*model, graph);
+  EXPECT_EQ(runner.graphed(), graph);
+  std::vector<double> out;
+  for (int i = 0; i < steps; ++i) {
+    runner.launch();
+    out.push_back(model->loss());  // synchronises
+  }
+  return out;
+}
+
+TEST(ModelRun, GraphOnAndOffGiveTheSameLoss) {
+  GPUVS_REQUIRE_GPU();
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    ModelConfig c = resnet(Mode::kTrain, p, 32);
+    c.accumulate = 2;  // the graph holds both micro-steps and the update
+    const auto eager = losses(c, false, 3);
+    const auto graphed = losses(c, true, 3);
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_TRUE(std::isfinite(eager[i]));
+      // Same weights, data and kernels; cuDNN may pick another algorithm for each
+      // model, so not bit for bit: 0.2 % relative.
+      EXPECT_NEAR(graphed[i], eager[i], 2e-3 * std::fabs(eager[i]) + 1e-5)
+          << to_string(p) << " step " << i;
+    }
+  }
+}
+
+// `n` synthetic images (N, 3, 224, 224) and labels, from a fixed seed.
+std::pair<HostTensor, HostTensor> images(int n, int offset, const HostTensor& all_in,
+                                         const HostTensor& all_labels) {
+  const int64_t per = 3 * 224 * 224;
+  HostTensor in{{n, 3, 224, 224}, {}};
+  in.data.assign(all_in.data.begin() + offset * per, all_in.data.begin() + (offset + n) * per);
+  HostTensor labels{{n}, {}};
+  labels.data.assign(all_labels.data.begin() + offset, all_labels.data.begin() + offset + n);
+  return {in, labels};
+}
+
+TEST(ModelRun, AccumulateTwoBy32MatchesBatch64) {
+  GPUVS_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  HostTensor all_in{{64, 3, 224, 224}, std::vector<float>(size_t{64} * 3 * 224 * 224)};
+  for (float& v : all_in.data)
+    v = normal(rng);
+  HostTensor all_labels{{64}, std::vector<float>(64)};
+  for (int i = 0; i < 64; ++i)
+    all_labels.data[i] = static_cast<float>((i * 37) % 1000);
+
+  // fp32: no rounding of 16-bit math on top of what is compared.
+  const auto big = build_model(resnet(Mode::kTrain, Precision::kFp32, 64), 0);
+  ModelConfig c32 = resnet(Mode::kTrain, Precision::kFp32, 32);
+  c32.accumulate = 2;
+  const auto small = build_model(c32, 0);
+  const HostTensor w0 = big->get_tensor("fc.weight");
+  ASSERT_EQ(w0.data, small->get_tensor("fc.weight").data) << "same seed, same weights";
+
+  big->set_tensor("input", all_in);
+  big->set_tensor("labels", all_labels);
+  enqueue_step(*big);
+  for (int half = 0; half < 2; ++half) {
+    const auto [in, labels] = images(32, half * 32, all_in, all_labels);
+    small->set_tensor("input", in);
+    small->set_tensor("labels", labels);
+    small->forward_backward(/*accumulate=*/half > 0);
+  }
+  small->optimizer_step(2);
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const HostTensor w_big = big->get_tensor("fc.weight");
+  const HostTensor w_small = small->get_tensor("fc.weight");
+  std::vector<float> d_big(w0.data.size()), diff(w0.data.size());
+  for (size_t i = 0; i < w0.data.size(); ++i) {
+    d_big[i] = w_big.data[i] - w0.data[i];
+    diff[i] = w_small.data[i] - w_big.data[i];
+  }
+  ASSERT_GT(l2(d_big), 0) << "the optimizer step changed nothing";
+  // Batch norm normalises each micro-batch with its own statistics, so two halves
+  // are not exactly one whole: the updates agree to a few percent, not bit for bit.
+  EXPECT_LT(l2(diff) / l2(d_big), 0.05);
+}
+
+TEST(ModelRun, FarTooLargeBatchIsAClearErrorExit1) {
+  GPUVS_REQUIRE_GPU();
+  const fs::path dir = temp_dir("oom");
+  const auto o = gpuvs_test::run_gpuvs("--out " + dir.string() + " model resnet50 --batch " +
+                                       std::to_string(kFarTooLarge) + " --steps 3 --gpu 0");
+  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  const std::string says = "batch " + std::to_string(kFarTooLarge) + " does not fit on GPU 0";
+  EXPECT_NE(o.out.find(says), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("total"), std::string::npos) << o.out;  // names the memory
+  const RunFile run = only_run_file(dir);
+  ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_NE(run.errors[0].message.find(says), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ModelRun, Fp8OnResNetIsAUsageError) {
+  GPUVS_REQUIRE_GPU();
+  const fs::path dir = temp_dir("fp8");
+  const auto o =
+      gpuvs_test::run_gpuvs("--out " + dir.string() + " model resnet50 --precision fp8 --gpu 0");
+  EXPECT_EQ(o.code, 2) << o.out << o.err;
+  EXPECT_NE(o.err.find("fp8"), std::string::npos) << o.err;
+  fs::remove_all(dir);
+}
+
+TEST(ModelRun, ModelCommandWritesEveryFigure) {
+  GPUVS_REQUIRE_GPU();
+  const fs::path dir = temp_dir("cmd");
+  const auto o = gpuvs_test::run_gpuvs("--out " + dir.string() +
+                                       " model resnet50 --batch 32 --accumulate 2 --steps 20 "
+                                       "--profile --gpu 0");
+  EXPECT_TRUE(o.code == 0 || o.code == 4) << o.code << o.out << o.err;  // 4: throttled
+  const RunFile run = only_run_file(dir);
+  EXPECT_TRUE(run.errors.empty());
+  const std::string base = "model.resnet50.train.bf16";
+  const Result* head = find_result(run, base);
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->status, Status::kOk) << head->status_reason;
+  EXPECT_EQ(head->unit, "img/s");
+  EXPECT_GT(head->value, 0);
+  EXPECT_EQ(int_parameter(*head, "global_batch"), 64);
+  EXPECT_EQ(head->stats.samples, 20);
+  const Result* step = find_result(run, base + ".step_time");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->samples.size(), 20u);
+  ASSERT_TRUE(step->stats.p99.has_value());
+  EXPECT_GE(*step->stats.p99, step->value);
+  // Throughput and step time describe the same steps: within 20 %.
+  EXPECT_NEAR(64 / step->value, head->value, 0.2 * head->value);
+  const Result* mem = find_result(run, base + ".peak_memory");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_GT(mem->value, 1e8);
+  EXPECT_NE(find_result(run, base + ".energy_per_item"), nullptr);
+  EXPECT_NE(find_result(run, base + ".flops"), nullptr);
+  const bool layers = std::any_of(run.results.begin(), run.results.end(), [&](const Result& r) {
+    return r.id.rfind(base + ".layer", 0) == 0;
+  });
+  EXPECT_TRUE(layers) << "--profile adds per-layer results (or says why not)";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpuvs::models

@@ -115,6 +115,20 @@ std::string quote(std::string_view s, std::size_t max_bytes) {
   return "\"" + escape_for_message(head, true) + (head.size() < s.size() ? "..." : "") + "\"";
 }
 
+std::string_view json_error_reason(std::string_view what) {
+  if (!what.empty() && what.front() == '[') {
+    const auto end = what.find("] ");
+    if (end != std::string_view::npos) what.remove_prefix(end + 2);
+  }
+  for (std::string_view noise : {"parse error at ", "parse error: ", "parse error"}) {
+    if (what.substr(0, noise.size()) == noise) {
+      what.remove_prefix(noise.size());
+      break;
+    }
+  }
+  return what;
+}
+
 void append_key(std::string& path, std::string_view key) {
   const bool plain = !key.empty() && key.size() <= 64 && [&] {
     for (char c : key) {
@@ -191,17 +205,7 @@ class DomBuilder final : public nlohmann::json_sax<json> {
                    const nlohmann::detail::exception& ex) override {
     // what(): "[json.exception.parse_error.101] parse error at line 1, column 5:
     // syntax error while parsing value - invalid literal; last read: 'NaN'".
-    std::string_view reason = ex.what();
-    if (!reason.empty() && reason.front() == '[') {
-      const auto end = reason.find("] ");
-      if (end != std::string_view::npos) reason.remove_prefix(end + 2);
-    }
-    for (std::string_view noise : {"parse error at ", "parse error: ", "parse error"}) {
-      if (reason.substr(0, noise.size()) == noise) {
-        reason.remove_prefix(noise.size());
-        break;
-      }
-    }
+    const std::string_view reason = run_json::json_error_reason(ex.what());
     // nlohmann counts the failing byte from 1 (the end of input as one past the last
     // byte); messages give the 0-based offset, as hex dumps and `cmp` do.
     error = fmt::format("not valid JSON at byte {}: {}", position > 0 ? position - 1 : 0,

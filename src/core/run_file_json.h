@@ -38,6 +38,10 @@ std::string quote(std::string_view s, std::size_t max_bytes = 64);
 // `s` with control characters escaped and cut to `max_bytes`, without quotes.
 std::string printable(std::string_view s, std::size_t max_bytes);
 
+// nlohmann's exception text without its "[json.exception.parse_error.101] parse error
+// at " prefix: "line 1, column 5: syntax error while parsing value - ...".
+std::string_view json_error_reason(std::string_view what);
+
 // Throws UsageError("<name>: <path>: <problem>"), or "<name>: <problem>" when the
 // path is empty (the problem concerns the whole file).
 [[noreturn]] void fail(std::string_view name, std::string_view path, std::string_view problem);

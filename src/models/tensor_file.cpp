@@ -74,18 +74,7 @@ std::string tensor_label(const std::string& name) {
 // nlohmann's parse_error text without its "[json.exception.parse_error.101] parse
 // error at " prefix, made printable (it quotes the bytes it last read).
 std::string json_reason(const json::exception& e) {
-  std::string_view reason = e.what();
-  if (!reason.empty() && reason.front() == '[') {
-    const auto end = reason.find("] ");
-    if (end != std::string_view::npos) reason.remove_prefix(end + 2);
-  }
-  for (std::string_view noise : {"parse error at ", "parse error: ", "parse error"}) {
-    if (reason.substr(0, noise.size()) == noise) {
-      reason.remove_prefix(noise.size());
-      break;
-    }
-  }
-  return run_json::printable(reason, 200);
+  return run_json::printable(run_json::json_error_reason(e.what()), 200);
 }
 
 // The header as a JSON object; refuses nesting deeper than kMaxDepth and duplicate

@@ -6,22 +6,11 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "models/bert/kernels.h"
+#include "models/layers/cuda_dtype.h"
 
 namespace gpuvs::models::bert {
 
 namespace {
-
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::kF16:
-      return CUDA_R_16F;
-    case DType::kBF16:
-      return CUDA_R_16BF;
-    case DType::kF32:
-      break;
-  }
-  return CUDA_R_32F;
-}
 
 void set_batch(const LtMatrixLayout& l, int batch, int64_t stride) {
   if (batch == 1) return;
@@ -34,10 +23,10 @@ void set_batch(const LtMatrixLayout& l, int batch, int64_t stride) {
 
 // cuBLASLt's A is our B (E4M3 under FP8), its B our A.
 cudaDataType_t a_type(const GemmShape& s) {
-  return s.fp8 ? CUDA_R_8F_E4M3 : cuda_type(s.ab);
+  return s.fp8 ? CUDA_R_8F_E4M3 : cuda_data_type(s.ab);
 }
 cudaDataType_t b_type(const GemmShape& s) {
-  if (!s.fp8) return cuda_type(s.ab);
+  if (!s.fp8) return cuda_data_type(s.ab);
   return s.a_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
@@ -77,7 +66,7 @@ struct Gemm::Plan {
       : desc(s.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
         a(a_type(s), s.tb ? s.k : s.n, s.tb ? s.n : s.k, s.ldb),
         b(b_type(s), s.ta ? s.m : s.k, s.ta ? s.k : s.m, s.lda),
-        c(s.c_f32 ? CUDA_R_32F : (s.fp8 ? CUDA_R_16BF : cuda_type(s.ab)), s.n, s.m, s.ldc) {
+        c(s.c_f32 ? CUDA_R_32F : (s.fp8 ? CUDA_R_16BF : cuda_data_type(s.ab)), s.n, s.m, s.ldc) {
     const cublasOperation_t ta = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     desc.set(CUBLASLT_MATMUL_DESC_TRANSA, ta);

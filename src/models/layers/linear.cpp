@@ -2,24 +2,9 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
+#include "models/layers/cuda_dtype.h"
 
 namespace gpuvs::models {
-
-namespace {
-
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::kF16:
-      return CUDA_R_16F;
-    case DType::kBF16:
-      return CUDA_R_16BF;
-    case DType::kF32:
-      break;
-  }
-  return CUDA_R_32F;
-}
-
-}  // namespace
 
 // Column-major view (cuBLASLt's): D (m x n) = op(A) op(B); row-major PyTorch
 // matrices are their transposes.
@@ -46,7 +31,7 @@ struct Linear::Plan {
 
 Linear::Linear(const Params& p) : p_(p) {
   const cublasComputeType_t compute = p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t t = cuda_type(p.dtype);
+  const cudaDataType_t t = cuda_data_type(p.dtype);
   const uint64_t n = p.n, in = p.in, out = p.out;
   // y^T (out x N) = W^T-stored (in x out)^T * x^T (in x N)
   fwd_ = std::make_unique<Plan>(handle_, compute, CUBLAS_OP_T, CUBLAS_OP_N, t, in, out, in, n,

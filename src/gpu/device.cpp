@@ -23,10 +23,10 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
     ptr_ = nullptr;
     cudaGetLastError();  // out-of-memory is not sticky: clear it for the next caller
     const auto [free_b, total_b] = device_memory_info();
-    std::string message = fmt::format("cannot allocate {} on the GPU ({}; {} free of {})",
-                                      format_bytes_binary(static_cast<int64_t>(bytes)),
-                                      cudaGetErrorString(err), format_bytes_binary(int64_t(free_b)),
-                                      format_bytes_binary(int64_t(total_b)));
+    std::string message =
+        fmt::format("cannot allocate {} on the GPU ({}; {} free of {})",
+                    format_bytes_binary(static_cast<int64_t>(bytes)), cudaGetErrorString(err),
+                    format_bytes_binary(int64_t(free_b)), format_bytes_binary(int64_t(total_b)));
     if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(std::move(message));
     throw Error(std::move(message));
   }

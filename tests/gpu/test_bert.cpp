@@ -18,21 +18,20 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
 #include "models/bert/bert.h"
+#include "models/tensor_compare.h"
 #include "models/tensor_file.h"
 
 namespace gpuvs::models {
 namespace {
 
-struct Errors {
-  double rel_l2 = 0;   // ||got - ref|| / ||ref||
-  double max_err = 0;  // max |got - ref| / max |ref|
-};
+using Errors = gpuvs::models::TensorErrors;  // models/tensor_compare.h
 
 struct Tolerance {
   double logits_rel_l2;
@@ -138,31 +137,14 @@ int compute_capability() {
                  << compute_capability() / 10 << "." << compute_capability() % 10 << ")";
 
 Errors compare(const HostTensor& got, const HostTensor& ref, const std::string& what) {
-  EXPECT_EQ(got.shape, ref.shape) << what;
-  Errors e;
-  if (got.data.size() != ref.data.size()) {
-    ADD_FAILURE() << what << ": " << got.data.size() << " values, reference " << ref.data.size();
-    e.rel_l2 = e.max_err = INFINITY;
-    return e;
-  }
-  double diff2 = 0, ref2 = 0, max_diff = 0, max_ref = 0;
-  for (std::size_t i = 0; i < ref.data.size(); ++i) {
-    const double d = double(got.data[i]) - double(ref.data[i]);
-    diff2 += d * d;
-    ref2 += double(ref.data[i]) * ref.data[i];
-    max_diff = std::isnan(d) ? INFINITY : std::max(max_diff, std::fabs(d));
-    max_ref = std::max(max_ref, std::fabs(double(ref.data[i])));
-  }
-  e.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-  e.max_err = max_ref > 0 ? max_diff / max_ref : max_diff;
-  if (std::isnan(e.rel_l2)) e.rel_l2 = INFINITY;
+  const Errors e = gpuvs::models::compare_tensors(got, ref);
+  EXPECT_TRUE(e.same_shape) << what;
+  EXPECT_EQ(got.data.size(), ref.data.size()) << what;
   return e;
 }
 
 HostTensor minus(HostTensor a, const HostTensor& b) {
-  for (std::size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
-    a.data[i] -= b.data[i];
-  return a;
+  return gpuvs::models::tensor_difference(std::move(a), b);
 }
 
 void print(Precision p, const char* mode, const std::string& tensor, const Errors& e) {

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "gpu_test_util.h"
 #include "models/model.h"
+#include "models/tensor_compare.h"
 #include "models/tensor_file.h"
 
 namespace gpuvs::models {
@@ -40,10 +41,7 @@ namespace {
 
 // Relative L2 error per tensor, ||got - ref|| / ||ref||, and the largest elementwise
 // error relative to the largest reference magnitude, max|got - ref| / max|ref|.
-struct Errors {
-  double rel_l2 = 0;
-  double max_err = 0;
-};
+using Errors = gpuvs::models::TensorErrors;  // models/tensor_compare.h
 
 // Fixed tolerances per precision (docs/model-checks.md says why each is what it is):
 // used where the reference has no PyTorch result in that precision, and for eval mode.
@@ -139,32 +137,14 @@ const TensorFile* reference(std::string* why) {
   if (ref == nullptr) GTEST_SKIP() << why_;
 
 Errors compare(const HostTensor& got, const HostTensor& ref, const std::string& what) {
-  EXPECT_EQ(got.shape, ref.shape) << what;
+  const Errors e = gpuvs::models::compare_tensors(got, ref);
+  EXPECT_TRUE(e.same_shape) << what;
   EXPECT_EQ(got.data.size(), ref.data.size()) << what;
-  Errors e;
-  if (got.data.size() != ref.data.size()) {
-    e.rel_l2 = e.max_err = INFINITY;
-    return e;
-  }
-  double diff2 = 0, ref2 = 0, max_diff = 0, max_ref = 0;
-  for (std::size_t i = 0; i < ref.data.size(); ++i) {
-    const double d = double(got.data[i]) - double(ref.data[i]);
-    diff2 += d * d;
-    ref2 += double(ref.data[i]) * ref.data[i];
-    // NaN must fail: fmax would drop it.
-    max_diff = std::isnan(d) ? INFINITY : std::max(max_diff, std::fabs(d));
-    max_ref = std::max(max_ref, std::fabs(double(ref.data[i])));
-  }
-  e.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-  e.max_err = max_ref > 0 ? max_diff / max_ref : max_diff;
-  if (std::isnan(e.rel_l2)) e.rel_l2 = INFINITY;
   return e;
 }
 
 HostTensor minus(HostTensor a, const HostTensor& b) {
-  for (std::size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
-    a.data[i] -= b.data[i];
-  return a;
+  return gpuvs::models::tensor_difference(std::move(a), b);
 }
 
 void print(Precision p, const char* mode, const std::string& tensor, const Errors& e) {

@@ -33,17 +33,15 @@ little-endian header length, JSON header, __metadata__ {"format": "gpuvs.ref",
 Usage: python3 scripts/models/dump_bert.py --out /tmp/ref/bert.safetensors
 """
 import argparse
-import ctypes
-import json
 import math
 import os
-import struct
-import sys
 import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import torch  # noqa: E402
+
+from tensorfile import check_file, write_tensor_file  # noqa: E402  (scripts/models/)
 
 ADAM_CHECKED = ["bert.embeddings.word_embeddings.weight",
                 "bert.encoder.layer.0.attention.self.query.weight",
@@ -51,56 +49,10 @@ ADAM_CHECKED = ["bert.embeddings.word_embeddings.weight",
                 "cls.predictions.bias",
                 "cls.seq_relationship.weight"]
 
-DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-          torch.int64: "I64", torch.int32: "I32"}
-
 LARGE = dict(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
              intermediate_size=4096, hidden_act="gelu", hidden_dropout_prob=0.0,
              attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
              initializer_range=0.02, layer_norm_eps=1e-12)
-
-
-def raw_bytes(t):
-    t = t.detach().to("cpu").contiguous()
-    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
-
-
-def write_tensor_file(path, tensors, metadata):
-    """The writer of dump_resnet50.py (same format): atomic, header padded to 8 bytes."""
-    assert sys.byteorder == "little"
-    header = {"__metadata__": {k: str(v) for k, v in metadata.items()}}
-    offset = 0
-    blobs = []
-    for name, t in tensors.items():
-        data = raw_bytes(t)
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
-    return 8 + len(text) + offset
-
-
-def check_file(path, tensors):
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    assert header["__metadata__"]["format"] == "gpuvs.ref", header["__metadata__"]
-    data = blob[8 + n:]
-    for name, t in tensors.items():
-        begin, end = header[name]["data_offsets"]
-        assert data[begin:end] == raw_bytes(t), name
-        assert header[name]["shape"] == list(t.shape), name
-    assert len(header) == len(tensors) + 1
 
 
 # ---- plain-torch BertForPreTraining (only where transformers is missing) ----------

@@ -33,7 +33,7 @@ the work matters and is part of the file's meaning (docs/model-checks.md):
 
 The file is in the safetensors layout (8-byte little-endian header length, JSON header
 {name: {dtype, shape, data_offsets}}, "__metadata__" of strings, then the data), written
-here with struct/json/ctypes so that nothing beyond torch and torchvision is needed.
+by scripts/models/tensorfile.py (struct/json/ctypes: nothing beyond torch and torchvision).
 gpuvs reads it with src/models/tensor_file.cpp, which checks
 __metadata__ = {"format": "gpuvs.ref", "version": "1", ...}.
 
@@ -41,71 +41,21 @@ Usage: python3 scripts/models/dump_resnet50.py --out /tmp/ref/resnet50.safetenso
 """
 import argparse
 import contextlib
-import ctypes
-import json
 import os
-import struct
-import sys
 import time
 
 # Deterministic cuBLAS needs a fixed workspace configuration, set before CUDA starts.
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import torch  # noqa: E402
+
 import torchvision  # noqa: E402
+
+from tensorfile import check_file, write_tensor_file  # noqa: E402  (scripts/models/)
 
 # Parameters whose values after one and two SGD steps are dumped ("sgd/", "sgd2/").
 SGD_CHECKED = ["conv1.weight", "bn1.weight", "layer1.0.conv1.weight", "layer3.5.bn3.bias",
                "layer4.2.conv3.weight", "fc.weight", "fc.bias"]
-
-DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-          torch.int64: "I64", torch.int32: "I32"}
-
-
-def raw_bytes(t):
-    """The bytes of a tensor as stored in memory (little-endian on x86 and Arm)."""
-    t = t.detach().to("cpu").contiguous()
-    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
-
-
-def write_tensor_file(path, tensors, metadata):
-    """tensors: ordered dict name -> tensor. Writes atomically (tmp file + rename)."""
-    assert sys.byteorder == "little"
-    header = {"__metadata__": {k: str(v) for k, v in metadata.items()}}
-    offset = 0
-    blobs = []
-    for name, t in tensors.items():
-        data = raw_bytes(t)
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # safetensors pads the header to 8 bytes
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
-    return 8 + len(text) + offset
-
-
-def check_file(path, tensors):
-    """Reads the file back (header, offsets, bytes) so that a broken writer shows here."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    assert header["__metadata__"]["format"] == "gpuvs.ref", header["__metadata__"]
-    data = blob[8 + n:]
-    for name, t in tensors.items():
-        begin, end = header[name]["data_offsets"]
-        assert data[begin:end] == raw_bytes(t), name
-        assert header[name]["shape"] == list(t.shape), name
-    assert len(header) == len(tensors) + 1
-
 
 # Loss-trajectory length ("traj/<variant>").
 TRAJ_STEPS = 20

@@ -65,6 +65,8 @@ class Variant:
     """How one run computes: "fp32" (the reference: TF32 off, deterministic
     algorithms), "fp32b" (fp32, TF32 off, deterministic algorithms off and cuDNN
     benchmark on: another summation order, as a PyTorch user without those flags gets),
+    "fp32c" (as fp32b with the model and input in channels_last, NHWC: cuDNN's NHWC
+    kernels, the layout gpuvs computes in),
     "tf32" (TF32 allowed for cuDNN and matmul), "bf16" / "fp16" (torch.autocast; fp16
     with a fixed loss scale, applied to the loss and removed from the gradients)."""
 
@@ -74,6 +76,7 @@ class Variant:
         # fp16: 1024 first; halved by 4 until the gradients are finite (recorded).
         self.scales = [1024.0, 256.0, 64.0, 16.0, 4.0, 1.0] if name == "fp16" else [1.0]
         self.used_scales = []  # one per forward_backward, for the record
+        self.channels_last = name == "fp32c"
 
     def autocast(self):
         if self.dtype is None:
@@ -83,7 +86,7 @@ class Variant:
 
 def set_precision_flags(v):
     tf32 = v.name == "tf32"
-    det = v.name != "fp32b"
+    det = v.name not in ("fp32b", "fp32c")
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.deterministic = det
@@ -232,10 +235,15 @@ def main():
     state_names = set(model.state_dict().keys())
     init = {k: t for k, t in out.items() if k in state_names}
     scales = {}
-    for name in ["fp32b", "tf32", "bf16", "fp16"]:
+    for name in ["fp32b", "fp32c", "tf32", "bf16", "fp16"]:
         v = Variant(name)
         t1 = time.time()
-        res = train_outputs(fresh_model(init, dev), x, labels_dev, lr, v)
+        m = fresh_model(init, dev)
+        xv = x
+        if v.channels_last:
+            m = m.to(memory_format=torch.channels_last)
+            xv = x.contiguous(memory_format=torch.channels_last)
+        res = train_outputs(m, xv, labels_dev, lr, v)
         dropped = [k for k, t in res.items() if not torch.isfinite(t).all()]
         for k, t in res.items():
             if k not in dropped:
@@ -274,7 +282,8 @@ def main():
                  "backward and step on the same batch",
         "variants": "pt_<v>/ holds logits, loss, after/, grad/, sgd/, sgd2/ computed as the "
                     "reference from a fresh copy of the initial state with v = fp32b (fp32, "
-                    "deterministic off, cudnn.benchmark on), tf32 (TF32 on for cuDNN and "
+                    "deterministic off, cudnn.benchmark on), fp32c (as fp32b in channels_last), "
+                    "tf32 (TF32 on for cuDNN and "
                     "matmul), bf16 (torch.autocast bfloat16), fp16 (torch.autocast float16, "
                     "fixed loss scale removed from the gradients); a non-finite tensor is "
                     "left out",

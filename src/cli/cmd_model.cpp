@@ -30,6 +30,8 @@ struct ModelArgs {
   std::string batch = "256";
   int accumulate = 1;
   std::string graph = "on";
+  bool deterministic = false;
+  std::optional<std::string> attention;
   std::optional<double> headroom;
   std::optional<int> seq;
   std::optional<int> steps;
@@ -85,6 +87,14 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   if (a.graph != "on" && a.graph != "off")
     throw UsageError(fmt::format("--graph: '{}' is not on or off", a.graph));
   c.graph = a.graph == "on";
+  c.deterministic = a.deterministic;
+  if (a.attention) {
+    if (c.model != "bert-large") throw UsageError("--attention: only for bert-large");
+    const auto kind = models::attention_from_string(*a.attention);
+    if (!kind)
+      throw UsageError(fmt::format("--attention: '{}' is not unfused or fused", *a.attention));
+    c.attention = *kind;
+  }
   if (a.headroom) {
     if (!run.batch_max) throw UsageError("--headroom: only with --batch max");
     if (!(*a.headroom >= 0 && *a.headroom <= 0.9))
@@ -121,6 +131,12 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
   sub->add_option("--accumulate", args->accumulate,
                   "Micro-steps per optimizer step (train): global batch = K x batch (default 1)");
   sub->add_option("--graph", args->graph, "Replay each step as one CUDA graph: on (default) | off");
+  sub->add_flag("--deterministic", args->deterministic,
+                "The same bits on every run: untimed, deterministic cuDNN algorithms only "
+                "(slower where the fastest is not deterministic)");
+  sub->add_option("--attention", args->attention,
+                  "bert-large attention: unfused (default; probabilities in memory) | fused "
+                  "(flash-style kernels)");
   sub->add_option("--headroom", args->headroom,
                   "With --batch max: fraction of memory the recommended batch leaves free "
                   "(default 0.10)");

@@ -1,4 +1,4 @@
-// Names of modes and precisions as the CLI and run files spell them.
+// Names of modes, precisions and attention kinds as the CLI and run files spell them.
 #include "models/config.h"
 
 #include <array>
@@ -21,30 +21,51 @@ constexpr std::array<std::pair<Precision, std::string_view>, 5> kPrecisions{{
     {Precision::kFp8, "fp8"},
 }};
 
+constexpr std::array<std::pair<Attention, std::string_view>, 2> kAttentions{{
+    {Attention::kUnfused, "unfused"},
+    {Attention::kFused, "fused"},
+}};
+
+// The name of `v` in `table`, or "unknown".
+template <class E, size_t N>
+std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E v) {
+  for (const auto& [value, name] : table)
+    if (value == v) return name;
+  return "unknown";
+}
+
+template <class E, size_t N>
+std::optional<E> value_of(const std::array<std::pair<E, std::string_view>, N>& table,
+                          std::string_view s) {
+  for (const auto& [value, name] : table)
+    if (name == s) return value;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view to_string(Mode m) {
-  for (const auto& [mode, name] : kModes)
-    if (mode == m) return name;
-  return "unknown";
+  return name_of(kModes, m);
 }
 
 std::string_view to_string(Precision p) {
-  for (const auto& [precision, name] : kPrecisions)
-    if (precision == p) return name;
-  return "unknown";
+  return name_of(kPrecisions, p);
+}
+
+std::string_view to_string(Attention a) {
+  return name_of(kAttentions, a);
 }
 
 std::optional<Mode> mode_from_string(std::string_view s) {
-  for (const auto& [mode, name] : kModes)
-    if (name == s) return mode;
-  return std::nullopt;
+  return value_of(kModes, s);
 }
 
 std::optional<Precision> precision_from_string(std::string_view s) {
-  for (const auto& [precision, name] : kPrecisions)
-    if (name == s) return precision;
-  return std::nullopt;
+  return value_of(kPrecisions, s);
+}
+
+std::optional<Attention> attention_from_string(std::string_view s) {
+  return value_of(kAttentions, s);
 }
 
 }  // namespace gpuvs::models

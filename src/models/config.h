@@ -19,10 +19,14 @@ enum class Mode { kTrain, kInfer };
 // GEMMs with delayed scaling (BERT only, compute capability >= 8.9).
 enum class Precision { kFp32, kTf32, kFp16, kBf16, kFp8 };
 
+enum class Attention { kUnfused, kFused };
+
 std::string_view to_string(Mode m);
 std::string_view to_string(Precision p);
 std::optional<Mode> mode_from_string(std::string_view s);
 std::optional<Precision> precision_from_string(std::string_view s);
+std::string_view to_string(Attention a);
+std::optional<Attention> attention_from_string(std::string_view s);
 
 struct ModelConfig {
   std::string model = "resnet50";  // "resnet50" | "bert-large"
@@ -38,6 +42,16 @@ struct ModelConfig {
   // (cudnnGet*_v7) without timing: the candidates of the largest-batch search use it
   // so that the search stays fast; their memory may differ by the workspace.
   bool autotune = true;
+  // true: the same bits on every run of the same build, GPU and batch. Convolution
+  // algorithms are taken from cuDNN's heuristic order (untimed, so every model picks
+  // the same ones) and only deterministic ones (no atomics in the weight gradients).
+  // Slower where the fastest algorithm is not deterministic. BERT is deterministic
+  // either way (its weight-gradient GEMMs and kernels add in a fixed order).
+  bool deterministic = false;
+  // BERT's attention: unfused (scores, softmax and context as separate kernels, the
+  // (B, H, T, T) probabilities in memory; the default) or fused (flash-style, one
+  // kernel per pass). Ignored by ResNet-50.
+  Attention attention = Attention::kUnfused;
 };
 
 // A tensor on the host in PyTorch's layout and naming, for correctness checks

@@ -40,6 +40,9 @@ class Model {
   // Items one micro-step processes (images or sequences) and their unit.
   virtual int64_t items_per_micro_step() const = 0;  // = config().batch
   virtual std::string items_unit() const = 0;        // "img/s" | "seq/s"
+  // Tokens per item for sequence models (the sequence length), 0 otherwise: a run
+  // then also reports tokens/s.
+  virtual int64_t tokens_per_item() const { return 0; }
   // FLOPs of one micro-step (forward, plus backward when training): for TFLOP/s.
   virtual double flops_per_micro_step() const = 0;
   virtual int64_t parameter_count() const = 0;

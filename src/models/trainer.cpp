@@ -90,7 +90,11 @@ std::map<std::string, ParamValue> run_parameters(const Model& m, const SearchFac
   p["accumulate"] = int64_t{micro_steps(c)};
   p["global_batch"] = int64_t{c.batch} * micro_steps(c);
   p["graph"] = graphed;
-  if (c.model == "bert-large") p["seq"] = int64_t{c.seq};
+  if (c.model == "bert-large") {
+    p["seq"] = int64_t{c.seq};
+    p["attention"] = std::string(to_string(c.attention));
+  }
+  if (c.deterministic) p["deterministic"] = true;
   p["parameter_count"] = m.parameter_count();
   p["batch_mode"] = std::string(s ? "max" : "fixed");
   if (s) {
@@ -303,6 +307,17 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
     const double per_item = flops / items;
     for (double& v : r.samples)
       v *= per_item;
+    r.stats = compute_stats(r.samples);
+    r.value = r.stats.median;
+    out.push_back(std::move(r));
+  }
+  if (const int64_t tokens = model->tokens_per_item(); tokens > 0) {
+    Result r = headline;
+    r.id = base + ".tokens";
+    r.name = spec.name + ", tokens";
+    r.unit = "tokens/s";
+    for (double& v : r.samples)
+      v *= double(tokens);
     r.stats = compute_stats(r.samples);
     r.value = r.stats.median;
     out.push_back(std::move(r));

@@ -32,9 +32,9 @@ CliOutcome model(const std::string& args) {
 TEST(CliModel, HelpNamesEveryOption) {
   const CliOutcome o = run_gpuvs("model --help");
   EXPECT_EQ(o.code, 0);
-  for (const char* opt :
-       {"resnet50", "bert-large", "--mode", "--precision", "--batch", "max", "--accumulate",
-        "--graph", "--headroom", "--seq", "--steps", "--time-cap", "--profile", "--gpu", "--quick"})
+  for (const char* opt : {"resnet50", "bert-large", "--mode", "--precision", "--batch", "max",
+                          "--accumulate", "--graph", "--deterministic", "--attention", "--headroom",
+                          "--seq", "--steps", "--time-cap", "--profile", "--gpu", "--quick"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << "help lacks " << opt << ":\n" << o.out;
 }
 
@@ -65,6 +65,8 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"resnet50 --batch max --headroom 0.95", "--headroom: 0.95 is not a fraction"},
       {"resnet50 --seq 128", "--seq: only for bert-large"},
       {"bert-large --seq 256", "--seq: 256 is not 128 or 512"},
+      {"resnet50 --attention fused", "--attention: only for bert-large"},
+      {"bert-large --attention flash", "--attention: 'flash' is not unfused or fused"},
       {"resnet50 --steps 0", "--steps: must be 1 or more"},
       {"resnet50 --time-cap 0", "--time-cap: must be positive"},
   };

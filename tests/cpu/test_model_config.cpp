@@ -32,6 +32,16 @@ TEST(ModelConfig, UnknownNamesRefused) {
   EXPECT_FALSE(mode_from_string("").has_value());
   EXPECT_FALSE(precision_from_string("FP16").has_value());
   EXPECT_FALSE(precision_from_string("int8").has_value());
+  EXPECT_FALSE(attention_from_string("flash").has_value());
+}
+
+TEST(ModelConfig, AttentionKindsRoundTrip) {
+  for (const Attention a : {Attention::kUnfused, Attention::kFused}) {
+    const auto back = attention_from_string(to_string(a));
+    ASSERT_TRUE(back.has_value()) << to_string(a);
+    EXPECT_EQ(*back, a);
+  }
+  EXPECT_EQ(to_string(Attention::kFused), "fused");
 }
 
 TEST(ModelConfig, Defaults) {
@@ -41,6 +51,8 @@ TEST(ModelConfig, Defaults) {
   EXPECT_EQ(c.precision, Precision::kBf16);
   EXPECT_EQ(c.batch, 256);
   EXPECT_EQ(c.accumulate, 1);
+  EXPECT_FALSE(c.deterministic);
+  EXPECT_EQ(c.attention, Attention::kUnfused);
 }
 
 }  // namespace

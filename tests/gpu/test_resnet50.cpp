@@ -10,7 +10,7 @@
 // Every measured error is printed as a line "resnet50-check <precision> <mode>
 // <tensor> rel_l2=... max_err=... pytorch-<p>=... tol=..." for the record.
 // Also: training on the reference batch lowers the loss like PyTorch's trajectory
-// ("traj/<p>"), and two fresh models give the same losses.
+// ("traj/<p>"), and two fresh models in deterministic mode give the same losses.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -157,25 +157,29 @@ void print(Precision p, const char* mode, const std::string& tensor, const Error
 // PyTorch in the same precision differs from its own fp32 result by about as much as
 // gpuvs does. The tolerance of each tensor is kYardstickK x PyTorch's own error on it,
 // at least a floor. fp32's yardstick is PyTorch fp32 with another summation order
-// (deterministic algorithms off, cudnn.benchmark on: "pt_fp32b/").
+// (deterministic algorithms off, cudnn.benchmark on: "pt_fp32b/", and the same in
+// channels_last: "pt_fp32c/"), the larger of the two.
 constexpr double kYardstickK = 3;
 constexpr double kFloorFp32 = 1e-4;
 constexpr double kFloorReduced = 1e-3;
 
-std::string pytorch_variant(Precision p) {
+// PyTorch's runs in precision p (scripts/models/dump_resnet50.py). fp32 has two
+// legitimate other summation orders: cuDNN benchmark mode in NCHW (fp32b) and in
+// channels_last (fp32c, NHWC like gpuvs); the yardstick is the larger of the two.
+std::vector<std::string> pytorch_variants(Precision p) {
   switch (p) {
     case Precision::kFp32:
-      return "fp32b";
+      return {"fp32b", "fp32c"};
     case Precision::kTf32:
-      return "tf32";
+      return {"tf32"};
     case Precision::kBf16:
-      return "bf16";
+      return {"bf16"};
     case Precision::kFp16:
-      return "fp16";
+      return {"fp16"};
     case Precision::kFp8:
       break;
   }
-  return "";
+  return {};
 }
 
 // What a compared tensor must stay within, and where that came from.
@@ -189,20 +193,30 @@ struct Bound {
 // from it are compared (as the caller compares gpuvs' change).
 Bound bound(const TensorFile& ref, Precision p, const std::string& name, const HostTensor* before,
             double fixed_rel_l2, double fixed_max_err) {
-  const std::string variant = pytorch_variant(p);
-  const std::string key = "pt_" + variant + "/" + name;
-  if (variant.empty() || !ref.contains(key)) {
-    return {fixed_rel_l2, fixed_max_err, "fixed (the reference has no " + key + ")"};
+  double worst_rel = -1, worst_max = -1;
+  std::string said;
+  for (const std::string& variant : pytorch_variants(p)) {
+    const std::string key = "pt_" + variant + "/" + name;
+    if (!ref.contains(key)) continue;
+    const HostTensor& pt = ref.at(key);
+    const HostTensor& fp32 = ref.at(name);
+    const Errors e = before != nullptr ? compare(minus(pt, *before), minus(fp32, *before), key)
+                                       : compare(pt, fp32, key);
+    worst_rel = std::max(worst_rel, e.rel_l2);
+    worst_max = std::max(worst_max, e.max_err);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%spytorch-%s=%.3e", said.empty() ? "" : " ", variant.c_str(),
+                  e.rel_l2);
+    said += buf;
   }
-  const HostTensor& pt = ref.at(key);
-  const HostTensor& fp32 = ref.at(name);
-  const Errors e = before != nullptr ? compare(minus(pt, *before), minus(fp32, *before), key)
-                                     : compare(pt, fp32, key);
+  if (worst_rel < 0) {
+    return {fixed_rel_l2, fixed_max_err,
+            "fixed (the reference has no PyTorch " + std::string(to_string(p)) + " run of " + name +
+                ")"};
+  }
   const double floor = p == Precision::kFp32 ? kFloorFp32 : kFloorReduced;
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "pytorch-%s=%.3e", variant.c_str(), e.rel_l2);
-  return {std::max(floor, kYardstickK * e.rel_l2),
-          fixed_max_err < 0 ? -1.0 : std::max(floor, kYardstickK * e.max_err), buf};
+  return {std::max(floor, kYardstickK * worst_rel),
+          fixed_max_err < 0 ? -1.0 : std::max(floor, kYardstickK * worst_max), said};
 }
 
 // Compares gpuvs' `got` with the reference's `name` (changes from `before` if given),
@@ -224,6 +238,44 @@ void check(const TensorFile& ref, Precision p, const char* mode, const std::stri
   if (b.max_err >= 0) {
     EXPECT_LE(e.max_err, b.max_err) << name << " max_err: " << b.yardstick;
   }
+}
+
+// The loss is one number: its error against PyTorch's own is the ratio of two single
+// draws, which exceeds 3 for equally good implementations about one time in five. So
+// its tolerance is also at least what PyTorch's own logits error, treated as
+// independent per logit, moves the loss by at 4 standard deviations: sigma =
+// rms(pt_<v>/logits - logits) x ||d loss / d logits|| with d loss / d logits =
+// (softmax(logits) - onehot(labels)) / N for the mean cross-entropy, relative to the
+// loss. 0 where the reference has no PyTorch logits in that precision.
+double loss_noise(const TensorFile& ref, Precision p) {
+  const HostTensor& logits = ref.at("logits");
+  const HostTensor& labels = ref.at("labels");
+  const int64_t n = logits.shape.at(0), classes = logits.shape.at(1);
+  double grad2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = logits.data.data() + i * classes;
+    const double mx = *std::max_element(row, row + classes);
+    double z = 0;
+    for (int64_t j = 0; j < classes; ++j)
+      z += std::exp(row[j] - mx);
+    for (int64_t j = 0; j < classes; ++j) {
+      const double g =
+          (std::exp(row[j] - mx) / z - (j == int64_t(labels.data.at(i)) ? 1 : 0)) / double(n);
+      grad2 += g * g;
+    }
+  }
+  double worst = 0;
+  for (const std::string& variant : pytorch_variants(p)) {
+    const std::string key = "pt_" + variant + "/logits";
+    if (!ref.contains(key)) continue;
+    const HostTensor& pt = ref.at(key);
+    double d2 = 0;
+    for (size_t k = 0; k < pt.data.size(); ++k)
+      d2 += double(pt.data[k] - logits.data[k]) * (pt.data[k] - logits.data[k]);
+    const double rms = std::sqrt(d2 / double(pt.data.size()));
+    worst = std::max(worst, 4 * rms * std::sqrt(grad2) / std::fabs(ref.at("loss").data.at(0)));
+  }
+  return worst;
 }
 
 // Tensors of the state_dict: names without a '/' other than the inputs and outputs.
@@ -278,10 +330,15 @@ TEST_P(ResNet50VsPyTorch, TrainStepMatches) {
 
   const double ref_loss = ref->at("loss").data.at(0);
   const Bound loss_bound = bound(*ref, p, "loss", nullptr, tol.loss_rel, -1);
-  std::printf("resnet50-check %s train loss gpuvs=%.7f pytorch=%.7f\n",
-              std::string(to_string(p)).c_str(), loss, ref_loss);
-  check(*ref, p, "train", "loss", model->get_tensor("loss"), nullptr, tol.loss_rel, -1);
-  EXPECT_NEAR(loss, ref_loss, loss_bound.rel_l2 * std::fabs(ref_loss)) << "Model::loss()";
+  const double noise = loss_noise(*ref, p);
+  const double loss_tol = std::max(loss_bound.rel_l2, noise);
+  const double loss_err = std::fabs(loss - ref_loss) / std::fabs(ref_loss);
+  std::printf(
+      "resnet50-check %s train loss gpuvs=%.7f pytorch=%.7f rel=%.3e %s logits-noise-4sigma=%.3e "
+      "tol=%.3e\n",
+      std::string(to_string(p)).c_str(), loss, ref_loss, loss_err, loss_bound.yardstick.c_str(),
+      noise, loss_tol);
+  EXPECT_LE(loss_err, loss_tol) << "Model::loss(): " << loss_bound.yardstick;
 
   for (const char* name : kGradients) {
     const std::string g = std::string("grad/") + name;
@@ -396,8 +453,9 @@ INSTANTIATE_TEST_SUITE_P(Precisions, ResNet50VsPyTorch,
                          });
 
 // Losses of `steps` optimizer steps on one fixed synthetic batch (bf16, batch 32).
-std::vector<double> train_losses(int steps, uint64_t seed) {
+std::vector<double> train_losses(int steps, uint64_t seed, bool deterministic = false) {
   ModelConfig c;
+  c.deterministic = deterministic;
   c.model = "resnet50";
   c.mode = Mode::kTrain;
   c.precision = Precision::kBf16;
@@ -495,25 +553,25 @@ INSTANTIATE_TEST_SUITE_P(Precisions, ResNet50Trajectory,
                            return std::string(to_string(info.param));
                          });
 
+// Deterministic mode (ModelConfig::deterministic, `--deterministic`): two fresh models
+// give the same losses bit for bit. The default mode times cuDNN's algorithms at
+// construction, so twins may pick different ones; their drift is printed, not asserted.
 TEST(ResNet50Training, TwoRunsGiveTheSameLosses) {
   GPUVS_REQUIRE_GPU();
-  const std::vector<double> a = train_losses(5, 11);
-  const std::vector<double> b = train_losses(5, 11);
-  std::printf("resnet50-check bf16 determinism run1: %s\n", join(a).c_str());
-  std::printf("resnet50-check bf16 determinism run2: %s\n", join(b).c_str());
-  ASSERT_EQ(a.size(), b.size());
+  const std::vector<double> a = train_losses(5, 11, true);
+  const std::vector<double> b = train_losses(5, 11, true);
+  std::printf("resnet50-check bf16 deterministic run1: %s\n", join(a).c_str());
+  std::printf("resnet50-check bf16 deterministic run2: %s\n", join(b).c_str());
+  EXPECT_EQ(a, b) << "deterministic mode: the losses must be bitwise equal";
+  const std::vector<double> c = train_losses(5, 11);
+  const std::vector<double> d = train_losses(5, 11);
   double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(a[i]));
-  }
-  std::printf("resnet50-check bf16 determinism max_rel_diff=%.3e bitwise=%s\n", worst,
-              a == b ? "yes" : "no");
-  // Each model times cuDNN's algorithms at construction and may pick another one than
-  // its twin (docs/model-checks.md): within kDeterminismTol, not bitwise.
-  constexpr double kDeterminismTol = 5e-3;
-  EXPECT_LE(worst, kDeterminismTol);
-  // The first step runs before any update, on the same weights and batch.
-  EXPECT_NEAR(a[0], b[0], 1e-3 * std::fabs(a[0]));
+  for (std::size_t i = 0; i < c.size(); ++i)
+    worst = std::max(worst, std::fabs(c[i] - d[i]) / std::fabs(c[i]));
+  std::printf("resnet50-check bf16 default mode (timed algorithms) max_rel_diff=%.3e bitwise=%s\n",
+              worst, c == d ? "yes" : "no");
+  for (double l : c)
+    EXPECT_TRUE(std::isfinite(l));
 }
 
 }  // namespace

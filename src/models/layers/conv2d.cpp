@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -46,19 +47,21 @@ bool approximate(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
-// The fastest usable result, or a deterministic one within 5% of it. Results come
-// sorted by time from cuDNN. Three passes, the first that finds one wins: exact
-// algorithms with strict math (fp32: FMA-timed only), exact algorithms with any
+// The fastest usable result, or a deterministic one within 5% of it; with
+// `deterministic_only`, the fastest deterministic one. Results come sorted by time
+// from cuDNN (heuristic order when untimed). Three passes, the first that finds one
+// wins: exact algorithms with strict math (fp32: FMA-timed only), exact algorithms with any
 // allowed math, then any allowed algorithm (so that a shape with only FFT or Winograd
 // still runs).
 template <class Perf>
 const Perf& choose(const std::vector<Perf>& results, int count, bool tensor_ops, DType t,
-                   size_t ws_bytes, bool timed, const char* what) {
+                   size_t ws_bytes, bool timed, bool deterministic_only, const std::string& what) {
   for (int pass = 0; pass < 3; ++pass) {
     const Perf* best = nullptr;
     for (int i = 0; i < count; ++i) {
       const Perf& r = results[static_cast<size_t>(i)];
       if (r.status != CUDNN_STATUS_SUCCESS || r.memory > ws_bytes) continue;
+      if (deterministic_only && r.determinism != CUDNN_DETERMINISTIC) continue;
       if (pass < 2 && approximate(r.algo)) continue;
       if (!math_allowed(r.mathType, tensor_ops, t, pass == 0)) continue;
       if (!best) {
@@ -73,7 +76,9 @@ const Perf& choose(const std::vector<Perf>& results, int count, bool tensor_ops,
     }
     if (best) return *best;
   }
-  throw Error(fmt::format("cuDNN found no usable {} algorithm", what));
+  throw Error(
+      fmt::format("cuDNN found no usable {} algorithm{}", what,
+                  deterministic_only ? " among its deterministic ones (--deterministic)" : ""));
 }
 
 cudnnMathType_t base_math(bool tensor_ops, DType t) {
@@ -100,15 +105,19 @@ double Conv2d::forward_flops() const {
 
 void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, void* w, void* y,
                                void* dx, void* dw, void* ws, size_t ws_bytes) {
-  const auto key = std::make_tuple(p_.n, p_.c, p_.h, p_.w, p_.k, p_.r, p_.stride, p_.pad,
-                                   static_cast<int>(p_.dtype),
-                                   (p_.tensor_ops ? 1 : 0) + (p_.need_dgrad ? 2 : 0) +
-                                       (p_.train ? 4 : 0) + (p_.autotune ? 8 : 0));
+  const auto key = std::make_tuple(
+      p_.n, p_.c, p_.h, p_.w, p_.k, p_.r, p_.stride, p_.pad, static_cast<int>(p_.dtype),
+      (p_.tensor_ops ? 1 : 0) + (p_.need_dgrad ? 2 : 0) + (p_.train ? 4 : 0) +
+          (p_.autotune ? 8 : 0) + (p_.deterministic ? 16 : 0));
   if (auto it = cache.find(key); it != cache.end()) {
     algos_ = it->second;
   } else {
     constexpr int kMax = 16;
     ConvAlgos a;
+    // Named in an error: which layer shape had no algorithm.
+    const std::string shape =
+        fmt::format(" for {}x{}x{} -> {} channels, {}x{} window, stride {}, batch {}", p_.h, p_.w,
+                    p_.c, p_.k, p_.r, p_.r, p_.stride, p_.n);
     {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(kMax);
       int n = 0;
@@ -120,8 +129,8 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
         GPUVS_CUDNN_CHECK_OOM(
             cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc_.get(), w_desc_.get(), fwd_desc_.get(),
                                                    y_desc_.get(), kMax, &n, perf.data()));
-      const auto& c =
-          choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune, "forward convolution");
+      const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
+                             p_.deterministic, "forward convolution" + shape);
       a.fwd = c.algo;
       a.fwd_math = p_.tensor_ops ? c.mathType : CUDNN_FMA_MATH;
       a.workspace = std::max(a.workspace, c.memory);
@@ -138,7 +147,7 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
             h, w_desc_.get(), y_desc_.get(), bwd_data_desc_.get(), x_desc_.get(), kMax, &n,
             perf.data()));
       const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
-                             "backward-data convolution");
+                             p_.deterministic, "backward-data convolution" + shape);
       a.bwd_data = c.algo;
       a.bwd_data_math = p_.tensor_ops ? c.mathType : CUDNN_FMA_MATH;
       a.workspace = std::max(a.workspace, c.memory);
@@ -155,7 +164,7 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
             h, x_desc_.get(), y_desc_.get(), bwd_filter_desc_.get(), w_desc_.get(), kMax, &n,
             perf.data()));
       const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
-                             "backward-filter convolution");
+                             p_.deterministic, "backward-filter convolution" + shape);
       a.bwd_filter = c.algo;
       a.bwd_filter_math = p_.tensor_ops ? c.mathType : CUDNN_FMA_MATH;
       a.workspace = std::max(a.workspace, c.memory);

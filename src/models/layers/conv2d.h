@@ -6,7 +6,8 @@
 // Winograd algorithms unless a shape has nothing else (their ~1e-4 per-element error
 // in fp32 flips ReLU masks against PyTorch and grows through the backward). Without
 // autotuning, the first usable algorithm in cuDNN's heuristic order (cudnnGet*_v7,
-// nothing run).
+// nothing run). Deterministic mode takes only algorithms cuDNN reports as
+// deterministic (with autotune off, the same ones on every run).
 #pragma once
 
 #include <cudnn.h>
@@ -42,10 +43,11 @@ class Conv2d {
     int k = 0, r = 1;                // k outputs, r x r window
     int stride = 1, pad = 0;
     DType dtype = DType::kF32;
-    bool tensor_ops = true;  // false: FP32 FMA math only (fp32 precision)
-    bool need_dgrad = true;  // false for the first layer (no input gradient)
-    bool train = true;       // false: forward algorithm only
-    bool autotune = true;    // false: cuDNN's heuristic order (cudnnGet*_v7), untimed
+    bool tensor_ops = true;      // false: FP32 FMA math only (fp32 precision)
+    bool need_dgrad = true;      // false for the first layer (no input gradient)
+    bool train = true;           // false: forward algorithm only
+    bool autotune = true;        // false: cuDNN's heuristic order (cudnnGet*_v7), untimed
+    bool deterministic = false;  // only CUDNN_DETERMINISTIC algorithms (none: an error)
   };
 
   explicit Conv2d(const Params& p);

@@ -83,7 +83,8 @@ ConvBn ResNet50::make_conv_bn(const std::string& conv_name, const std::string& b
   p.tensor_ops = config_.precision != Precision::kFp32;
   p.need_dgrad = conv_name != "conv1";
   p.train = train_;
-  p.autotune = config_.autotune;
+  p.autotune = timed_search();
+  p.deterministic = config_.deterministic;
   l.conv = std::make_unique<Conv2d>(p);
   l.w_entry = layout_.add_conv(conv_name, out_c, in_c, r, c_stored);
   l.bn_entry = layout_.add_bn(bn_name, out_c);
@@ -112,6 +113,7 @@ int ResNet50::probe_input_channels() {
     p.need_dgrad = false;
     p.train = train_;
     p.autotune = false;  // heuristics only: nothing runs, no buffers needed
+    p.deterministic = config_.deterministic;
     try {
       Conv2d conv(p);
       ConvAlgoCache cache;
@@ -245,20 +247,31 @@ void ResNet50::allocate() {
 }
 
 void ResNet50::select_algorithms() {
-  // The search workspace: as large as memory allows, up to 1 GiB; the final one is
-  // the largest the chosen algorithms need.
-  // Without autotuning nothing runs: the heuristic's algorithms may take up to 256 MiB.
-  constexpr size_t kHeuristicCap = size_t(256) << 20;
+  // The search workspace: as large as memory allows, up to 4 GiB for FP32 data (fp32,
+  // tf32) and 1 GiB for 16-bit data; the final one is the largest the chosen
+  // algorithms need. fp32's fast NHWC algorithms need over 1 GiB at batch 256 on an
+  // H200: with a 1 GiB cap, two 1x1 convolutions fell back to a backward-data algorithm
+  // 40x slower (fp32 training 478 -> 831 img/s with 4 GiB). 16-bit data gained nothing
+  // measurable from 4 GiB, and the timed search at a large batch then runs slow
+  // algorithms with huge workspaces for a minute or more (`--batch max`'s final build).
+  // Without timing nothing runs: the heuristic's algorithms may take up to 256 MiB in
+  // the largest-batch search (its candidates must stay small and fast), up to 4 GiB in
+  // deterministic mode (fp32 has no deterministic NHWC backward-data algorithm below
+  // that for some layers).
+  const size_t search_cap_mib = dtype_ == DType::kF32 ? 4096 : 1024;
+  const size_t heuristic_cap = config_.deterministic ? size_t(4096) << 20 : size_t(256) << 20;
   DeviceBuffer search;
-  if (config_.autotune) {
-    for (size_t mib : {1024, 512, 256, 64, 16}) {
+  if (timed_search()) {
+    for (size_t mib : {size_t(4096), size_t(2048), size_t(1024), size_t(512), size_t(256),
+                       size_t(64), size_t(16)}) {
+      if (mib > search_cap_mib) continue;
       if (auto b = DeviceBuffer::try_allocate(mib << 20)) {
         search = std::move(*b);
         break;
       }
     }
   }
-  const size_t search_bytes = config_.autotune ? search.bytes() : kHeuristicCap;
+  const size_t search_bytes = timed_search() ? search.bytes() : heuristic_cap;
   // The search runs real convolutions on the model's own buffers (dx and dw only
   // when training).
   void* dx = train_ ? dgrad_[0].get() : nullptr;

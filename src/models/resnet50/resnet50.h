@@ -95,6 +95,9 @@ class ResNet50 final : public Model {
   std::vector<std::pair<std::string, double>> layer_times() override { return timer_.totals(); }
 
  private:
+  // Algorithms timed at construction (cudnnFind*): autotuning asked for and not
+  // deterministic mode, whose choice must not depend on a timing.
+  bool timed_search() const { return config_.autotune && !config_.deterministic; }
   int probe_input_channels();
   void build_layers();
   ConvBn make_conv_bn(const std::string& conv_name, const std::string& bn_name, int in_c, int h,

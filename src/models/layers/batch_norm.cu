@@ -14,8 +14,15 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kTargetBlocks = 1024;  // enough to fill an H100/H200 (132 SMs) several times
 
-int elementwise_blocks(int64_t nvec) {
-  return static_cast<int>(std::min<int64_t>((nvec + kThreads - 1) / kThreads, 132 * 16));
+// Blocks of the elementwise (apply) kernels: at most 16 per SM of an H100/H200, and a
+// multiple of C / (kThreads x vec) so that the grid stride is a multiple of C: each
+// thread then stays on the same channels for all its vectors and loads their
+// coefficients once.
+int elementwise_blocks(int64_t nvec, int c, int vec) {
+  const int64_t per_c = std::max<int64_t>(1, c / (int64_t(kThreads) * vec));
+  int64_t blocks = std::min<int64_t>((nvec + kThreads - 1) / kThreads, 132 * 16);
+  blocks = (blocks + per_c - 1) / per_c * per_c;
+  return static_cast<int>(blocks);
 }
 
 struct ReduceGrid {
@@ -185,57 +192,103 @@ __global__ void finalize_backward_kernel(const float* __restrict__ partials, int
   a.coef[2 * c + ch] = -k1 * dbeta / float(m) - k2 * a.save_mean[ch];
 }
 
-// Grid-stride over 16-byte vectors; scale/shift (2, C) fp32.
+// Grid-stride over 16-byte vectors, two per iteration (both loaded before either is
+// used); scale/shift (2, C) fp32, loaded once per thread (elementwise_blocks keeps a
+// thread on the same channels).
 template <class T, bool kRelu, bool kResidual>
-__global__ void apply_forward_kernel(const T* __restrict__ x, const T* __restrict__ res,
-                                     const float* __restrict__ ss, T* __restrict__ y, int64_t nvec,
-                                     int c) {
+__global__ void __launch_bounds__(kThreads)
+    apply_forward_kernel(const T* __restrict__ x, const T* __restrict__ res,
+                         const float* __restrict__ ss, T* __restrict__ y, int64_t nvec, int c) {
   constexpr int V = Vec<T>::kN;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < nvec;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int ch0 = static_cast<int>((i * V) & (c - 1));  // C a power of two
-    const Vec<T> xv = load_vec(x + i * V);
-    Vec<T> rv;
-    if constexpr (kResidual) rv = load_vec(res + i * V);
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= nvec) return;
+  const int ch0 = static_cast<int>((i * V) & (c - 1));  // C a power of two
+  float sc[V], sf[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    sc[j] = ss[ch0 + j];
+    sf[j] = ss[c + ch0 + j];
+  }
+  const auto apply = [&](const Vec<T>& xv, const Vec<T>& rv) {
     Vec<T> out;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      float v = fmaf(to_f(xv.e[j]), ss[ch0 + j], ss[c + ch0 + j]);  // as Mask::kFromX
+      float v = fmaf(to_f(xv.e[j]), sc[j], sf[j]);  // as Mask::kFromX
       if constexpr (kResidual) v += to_f(rv.e[j]);
       if constexpr (kRelu) v = fmaxf(v, 0.f);
       out.e[j] = from_f<T>(v);
     }
-    store_vec(y + i * V, out);
+    return out;
+  };
+  for (; i + stride < nvec; i += 2 * stride) {
+    const Vec<T> x0 = load_vec(x + i * V), x1 = load_vec(x + (i + stride) * V);
+    Vec<T> r0, r1;
+    if constexpr (kResidual) {
+      r0 = load_vec(res + i * V);
+      r1 = load_vec(res + (i + stride) * V);
+    }
+    store_vec(y + i * V, apply(x0, r0));
+    store_vec(y + (i + stride) * V, apply(x1, r1));
+  }
+  if (i < nvec) {
+    Vec<T> r0;
+    if constexpr (kResidual) r0 = load_vec(res + i * V);
+    store_vec(y + i * V, apply(load_vec(x + i * V), r0));
   }
 }
 
-// dx = k1*g + k2*x + k3 with g = dy through the ReLU mask; g also to g_out.
+// dx = k1*g + k2*x + k3 with g = dy through the ReLU mask; g also to g_out. Two
+// vectors per iteration and the coefficients in registers, as the forward.
 template <class T, Mask kMask, bool kGOut>
-__global__ void apply_backward_kernel(const T* dy, const T* __restrict__ y, const T* __restrict__ x,
-                                      const float* __restrict__ ss, const float* __restrict__ coef,
-                                      T* dx, T* __restrict__ g_out, int64_t nvec, int c) {
+__global__ void __launch_bounds__(kThreads)
+    apply_backward_kernel(const T* dy, const T* __restrict__ y, const T* __restrict__ x,
+                          const float* __restrict__ ss, const float* __restrict__ coef, T* dx,
+                          T* __restrict__ g_out, int64_t nvec, int c) {
   constexpr int V = Vec<T>::kN;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < nvec;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int ch0 = static_cast<int>((i * V) & (c - 1));  // C a power of two
-    const Vec<T> dv = load_vec(dy + i * V);
-    const Vec<T> xv = load_vec(x + i * V);
-    Vec<T> yv;
-    if constexpr (kMask == Mask::kFromY) yv = load_vec(y + i * V);
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= nvec) return;
+  const int ch0 = static_cast<int>((i * V) & (c - 1));  // C a power of two
+  float k1[V], k2[V], k3[V], sc[V], sf[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    k1[j] = coef[ch0 + j];
+    k2[j] = coef[c + ch0 + j];
+    k3[j] = coef[2 * c + ch0 + j];
+    sc[j] = kMask == Mask::kFromX ? ss[ch0 + j] : 0.f;
+    sf[j] = kMask == Mask::kFromX ? ss[c + ch0 + j] : 0.f;
+  }
+  struct In {
+    Vec<T> d, x, y;
+  };
+  const auto load = [&](int64_t k) {
+    In in;
+    in.d = load_vec(dy + k * V);
+    in.x = load_vec(x + k * V);
+    if constexpr (kMask == Mask::kFromY) in.y = load_vec(y + k * V);
+    return in;
+  };
+  const auto apply = [&](int64_t k, const In& in) {
     Vec<T> out, gv;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      float g = to_f(dv.e[j]);
-      const float xf = to_f(xv.e[j]);
-      if constexpr (kMask == Mask::kFromY) g = to_f(yv.e[j]) > 0.f ? g : 0.f;
-      if constexpr (kMask == Mask::kFromX)
-        g = fmaf(xf, ss[ch0 + j], ss[c + ch0 + j]) > 0.f ? g : 0.f;
+      float g = to_f(in.d.e[j]);
+      const float xf = to_f(in.x.e[j]);
+      if constexpr (kMask == Mask::kFromY) g = to_f(in.y.e[j]) > 0.f ? g : 0.f;
+      if constexpr (kMask == Mask::kFromX) g = fmaf(xf, sc[j], sf[j]) > 0.f ? g : 0.f;
       if constexpr (kGOut) gv.e[j] = from_f<T>(g);
-      out.e[j] = from_f<T>(coef[ch0 + j] * g + coef[c + ch0 + j] * xf + coef[2 * c + ch0 + j]);
+      out.e[j] = from_f<T>(k1[j] * g + k2[j] * xf + k3[j]);
     }
-    store_vec(dx + i * V, out);
-    if constexpr (kGOut) store_vec(g_out + i * V, gv);
+    store_vec(dx + k * V, out);
+    if constexpr (kGOut) store_vec(g_out + k * V, gv);
+  };
+  for (; i + stride < nvec; i += 2 * stride) {
+    const In a = load(i), b = load(i + stride);
+    apply(i, a);
+    apply(i + stride, b);
   }
+  if (i < nvec) apply(i, load(i));
 }
 
 template <class T, Mask kMask>
@@ -253,7 +306,7 @@ void launch_backward(const BnShape& s, const BnBackwardArgs& a, cudaStream_t str
   GPUVS_CUDA_CHECK_LAUNCH();
   T* dx = static_cast<T*>(a.dx);
   T* g_out = static_cast<T*>(a.g_out);
-  const int blocks = elementwise_blocks(nvec);
+  const int blocks = elementwise_blocks(nvec, s.c, dtype_vec(s.dtype));
   if (g_out)
     apply_backward_kernel<T, kMask, true>
         <<<blocks, kThreads, 0, stream>>>(dy, y, x, a.scale_shift, a.coef, dx, g_out, nvec, s.c);
@@ -294,7 +347,7 @@ void bn_forward(const BnShape& s, const BnForwardArgs& a, cudaStream_t stream) {
     }
     const T* res = static_cast<const T*>(a.residual);
     T* y = static_cast<T*>(a.y);
-    const int blocks = elementwise_blocks(nvec);
+    const int blocks = elementwise_blocks(nvec, s.c, dtype_vec(s.dtype));
     if (a.relu && res)
       apply_forward_kernel<T, true, true>
           <<<blocks, kThreads, 0, stream>>>(x, res, a.scale_shift, y, nvec, s.c);

@@ -6,9 +6,12 @@
 // few weights after one AdamW step. Each precision must match within the tolerances of
 // docs/model-checks.md; every measured error is printed as a line "bert-check
 // <precision> <mode> <tensor> rel_l2=... max_err=..." for the record.
+// The bf16 and fp16 checks run again with the fused attention (FusedAttention/...).
 // Without the reference: a bf16 model's loss falls on a fixed batch, two fresh models
 // give the same losses, a CUDA-graph step gives the eager step's losses, fp8 trains
-// (compute capability >= 8.9) or is refused with a UsageError.
+// (compute capability >= 8.9) or is refused with a UsageError, the fused attention is
+// as close to an fp32 model as the unfused one, and the attention softmax kernels
+// match a host computation (dropout mask included).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,14 +20,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
 #include "models/bert/bert.h"
+#include "models/bert/kernels.h"
 #include "models/tensor_compare.h"
 #include "models/tensor_file.h"
 
@@ -147,17 +153,28 @@ HostTensor minus(HostTensor a, const HostTensor& b) {
   return gpuvs::models::tensor_difference(std::move(a), b);
 }
 
-void print(Precision p, const char* mode, const std::string& tensor, const Errors& e) {
-  std::printf("bert-check %s %s %s rel_l2=%.3e max_err=%.3e\n", std::string(to_string(p)).c_str(),
-              mode, tensor.c_str(), e.rel_l2, e.max_err);
+// A reference check's model: precision and attention; printed as "bf16" or "bf16-fused".
+struct Variant {
+  Precision precision;
+  Attention attention;
+};
+
+std::string label(const Variant& v) {
+  return std::string(to_string(v.precision)) + (v.attention == Attention::kFused ? "-fused" : "");
 }
 
-std::unique_ptr<Model> model_from(const TensorFile& ref, Precision p, Mode mode) {
+void print(const Variant& v, const char* mode, const std::string& tensor, const Errors& e) {
+  std::printf("bert-check %s %s %s rel_l2=%.3e max_err=%.3e\n", label(v).c_str(), mode,
+              tensor.c_str(), e.rel_l2, e.max_err);
+}
+
+std::unique_ptr<Model> model_from(const TensorFile& ref, Variant v, Mode mode) {
   const HostTensor& ids = ref.at("input_ids");
   ModelConfig c;
   c.model = "bert-large";
   c.mode = mode;
-  c.precision = p;
+  c.precision = v.precision;
+  c.attention = v.attention;
   c.batch = static_cast<int>(ids.shape.at(0));
   c.seq = static_cast<int>(ids.shape.at(1));
   c.graph = false;
@@ -172,7 +189,7 @@ std::unique_ptr<Model> model_from(const TensorFile& ref, Precision p, Mode mode)
 
 TEST(BertReference, EveryParameterHasAReferenceTensor) {
   GPUVS_REQUIRE_REFERENCE(ref);
-  const auto model = model_from(*ref, Precision::kFp32, Mode::kTrain);
+  const auto model = model_from(*ref, {Precision::kFp32, Attention::kUnfused}, Mode::kTrain);
   const std::vector<std::string> names = model->parameter_names();
   EXPECT_EQ(names.size(), 398u) << "BertForPreTraining (large) has 398 distinct parameters";
   int64_t count = 0;
@@ -189,20 +206,20 @@ TEST(BertReference, EveryParameterHasAReferenceTensor) {
   EXPECT_EQ(tied.rel_l2, 0.0);
 }
 
-class BertVsPyTorch : public testing::TestWithParam<Precision> {};
+class BertVsPyTorch : public testing::TestWithParam<Variant> {};
 
 TEST_P(BertVsPyTorch, TrainStepMatches) {
   GPUVS_REQUIRE_REFERENCE(ref);
-  const Precision p = GetParam();
-  GPUVS_REQUIRE_PRECISION(p);
-  const Tolerance tol = tolerance(p);
-  const auto model = model_from(*ref, p, Mode::kTrain);
+  const Variant v = GetParam();
+  GPUVS_REQUIRE_PRECISION(v.precision);
+  const Tolerance tol = tolerance(v.precision);
+  const auto model = model_from(*ref, v, Mode::kTrain);
   model->forward_backward(false);
   const double loss = model->loss();
 
   for (const char* name : {"prediction_logits", "seq_relationship_logits"}) {
     const Errors e = compare(model->get_tensor(name), ref->at(name), name);
-    print(p, "train", name, e);
+    print(v, "train", name, e);
     EXPECT_LE(e.rel_l2, tol.logits_rel_l2) << name;
     EXPECT_LE(e.max_err, tol.logits_max_err) << name;
   }
@@ -210,7 +227,7 @@ TEST_P(BertVsPyTorch, TrainStepMatches) {
   std::printf(
       "bert-check %s train loss gpuvs=%.7f pytorch=%.7f (mlm %.7f / %.7f, nsp %.7f / "
       "%.7f)\n",
-      std::string(to_string(p)).c_str(), loss, ref_loss, model->get_tensor("loss/mlm").data.at(0),
+      label(v).c_str(), loss, ref_loss, model->get_tensor("loss/mlm").data.at(0),
       ref->at("loss/mlm").data.at(0), model->get_tensor("loss/nsp").data.at(0),
       ref->at("loss/nsp").data.at(0));
   EXPECT_NEAR(loss, ref_loss, tol.loss_rel * std::fabs(ref_loss));
@@ -218,7 +235,7 @@ TEST_P(BertVsPyTorch, TrainStepMatches) {
   for (const char* name : kGradients) {
     const std::string g = std::string("grad/") + name;
     const Errors e = compare(model->get_tensor(g), ref->at(g), g);
-    print(p, "train", g, e);
+    print(v, "train", g, e);
     EXPECT_LE(e.rel_l2, tol.grad_rel_l2) << g;
   }
   // Every gradient measured; the worst printed (not asserted: see the doc).
@@ -233,19 +250,19 @@ TEST_P(BertVsPyTorch, TrainStepMatches) {
       worst_name = g;
     }
   }
-  print(p, "train-worst", worst_name, worst);
+  print(v, "train-worst", worst_name, worst);
 }
 
 TEST_P(BertVsPyTorch, InferenceMatches) {
   GPUVS_REQUIRE_REFERENCE(ref);
-  const Precision p = GetParam();
-  GPUVS_REQUIRE_PRECISION(p);
-  const Tolerance tol = tolerance(p);
-  const auto model = model_from(*ref, p, Mode::kInfer);
+  const Variant v = GetParam();
+  GPUVS_REQUIRE_PRECISION(v.precision);
+  const Tolerance tol = tolerance(v.precision);
+  const auto model = model_from(*ref, v, Mode::kInfer);
   model->forward();
   for (const char* name : {"prediction_logits", "seq_relationship_logits"}) {
     const Errors e = compare(model->get_tensor(name), ref->at(name), name);
-    print(p, "infer", name, e);
+    print(v, "infer", name, e);
     EXPECT_LE(e.rel_l2, tol.logits_rel_l2) << name;
     EXPECT_LE(e.max_err, tol.logits_max_err) << name;
   }
@@ -259,10 +276,10 @@ TEST_P(BertVsPyTorch, InferenceMatches) {
 // LayerNorm) against torch.optim.AdamW: the change of a few weights.
 TEST_P(BertVsPyTorch, AdamWStepMatches) {
   GPUVS_REQUIRE_REFERENCE(ref);
-  const Precision p = GetParam();
-  GPUVS_REQUIRE_PRECISION(p);
-  const Tolerance tol = tolerance(p);
-  const auto model = model_from(*ref, p, Mode::kTrain);
+  const Variant v = GetParam();
+  GPUVS_REQUIRE_PRECISION(v.precision);
+  const Tolerance tol = tolerance(v.precision);
+  const auto model = model_from(*ref, v, Mode::kTrain);
   model->forward_backward(false);
   model->optimizer_step(1);
   for (const char* name : kAdamChecked) {
@@ -270,7 +287,7 @@ TEST_P(BertVsPyTorch, AdamWStepMatches) {
     const std::string key = std::string("adamw/") + name;
     const Errors e =
         compare(minus(model->get_tensor(name), before), minus(ref->at(key), before), key);
-    print(p, "train", key, e);
+    print(v, "train", key, e);
     // The first Adam step moves each weight by about lr * sign(grad): gradients near
     // zero flip sign under rounding, so only fp32 and tf32 are held to a bound.
     if (tol.adam_rel_l2 >= 0) {
@@ -279,12 +296,22 @@ TEST_P(BertVsPyTorch, AdamWStepMatches) {
   }
 }
 
+std::string precision_name(const testing::TestParamInfo<Variant>& info) {
+  return std::string(to_string(info.param.precision));
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, BertVsPyTorch,
-                         testing::Values(Precision::kFp32, Precision::kTf32, Precision::kBf16,
-                                         Precision::kFp16, Precision::kFp8),
-                         [](const testing::TestParamInfo<Precision>& info) {
-                           return std::string(to_string(info.param));
-                         });
+                         testing::Values(Variant{Precision::kFp32, Attention::kUnfused},
+                                         Variant{Precision::kTf32, Attention::kUnfused},
+                                         Variant{Precision::kBf16, Attention::kUnfused},
+                                         Variant{Precision::kFp16, Attention::kUnfused},
+                                         Variant{Precision::kFp8, Attention::kUnfused}),
+                         precision_name);
+// The fused attention (bf16/fp16 only) with the same tolerances.
+INSTANTIATE_TEST_SUITE_P(FusedAttention, BertVsPyTorch,
+                         testing::Values(Variant{Precision::kBf16, Attention::kFused},
+                                         Variant{Precision::kFp16, Attention::kFused}),
+                         precision_name);
 
 ModelConfig small_config(uint64_t seed, Precision p = Precision::kBf16) {
   ModelConfig c;
@@ -394,59 +421,138 @@ TEST(BertConfig, Fp8TrainsOrIsRefusedWithAReason) {
     }
     return;
   }
-  const std::vector<double> fp8 = train_losses(10, 13, false, Precision::kFp8);
-  const std::vector<double> bf16 = train_losses(10, 13, false, Precision::kBf16);
-  std::printf("bert-check fp8 train losses: %s\n", join(fp8).c_str());
-  std::printf("bert-check bf16 train losses: %s\n", join(bf16).c_str());
+  // 200 steps on one fixed batch (dropout off), fp8 and bf16 from the same weights:
+  // the documented gap (docs/model-checks.md) is on the mean of the last 10 losses,
+  // at most 10 % of bf16's own drop over the run.
+  constexpr int kSteps = 200, kTail = 10;
+  const std::vector<double> fp8 = train_losses(kSteps, 13, false, Precision::kFp8);
+  const std::vector<double> bf16 = train_losses(kSteps, 13, false, Precision::kBf16);
+  const auto every = [](const std::vector<double>& v, int stride) {
+    std::vector<double> out;
+    for (std::size_t i = 0; i < v.size(); i += stride)
+      out.push_back(v[i]);
+    out.push_back(v.back());
+    return out;
+  };
+  const auto tail_mean = [&](const std::vector<double>& v) {
+    double sum = 0;
+    for (int i = 0; i < kTail; ++i)
+      sum += v[v.size() - 1 - i];
+    return sum / kTail;
+  };
+  std::printf("bert-check fp8 train losses (every 20th of %d): %s\n", kSteps,
+              join(every(fp8, 20)).c_str());
+  std::printf("bert-check bf16 train losses (every 20th of %d): %s\n", kSteps,
+              join(every(bf16, 20)).c_str());
   for (double l : fp8)
     ASSERT_TRUE(std::isfinite(l)) << join(fp8);
   EXPECT_NEAR(fp8[0], bf16[0], 3e-2 * bf16[0]);
-  EXPECT_LT(fp8[9], fp8[0]) << join(fp8);
+  const double drop = bf16[0] - tail_mean(bf16);
+  const double gap = tail_mean(fp8) - tail_mean(bf16);
+  std::printf(
+      "bert-check fp8 vs bf16 after %d steps: last-%d mean %.5f vs %.5f, gap %.5f = %.1f %% "
+      "of bf16's drop %.5f (allowed 10 %%)\n",
+      kSteps, kTail, tail_mean(fp8), tail_mean(bf16), gap, 100 * gap / drop, drop);
+  ASSERT_GT(drop, 0) << join(bf16);
+  EXPECT_LE(std::fabs(gap), 0.1 * drop)
+      << "fp8 " << join(every(fp8, 20)) << "\nbf16 " << join(every(bf16, 20));
 }
 
-// The fused (flash) attention, opt-in with GPUVS_BERT_FLASH=1, against the unfused path
-// on the same weights and batch, dropout on (both draw the same masks): one training
-// step's losses and gradients, and the inference logits, at seq 128 and 512.
+// --attention fused where the fused kernels cannot run is a UsageError (exit 2) that
+// names the option and the reason, raised before any GPU work (no GPU needed).
+TEST(BertConfig, FusedAttentionIsRefusedWhereUnsupported) {
+  const auto refusal = [](Precision p, int seq) {
+    ModelConfig c = small_config(1, p);
+    c.seq = seq;
+    c.attention = Attention::kFused;
+    try {
+      make_bert_large(c, 0);
+    } catch (const UsageError& e) {
+      std::printf("bert-check fused attention, %s seq %d: %s\n", std::string(to_string(p)).c_str(),
+                  seq, e.what());
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (const Precision p : {Precision::kFp32, Precision::kTf32}) {
+    const std::string why = refusal(p, 128);
+    EXPECT_NE(why.find("--attention"), std::string::npos) << why;
+    EXPECT_NE(why.find("FP32"), std::string::npos) << why;
+  }
+  const std::string why = refusal(Precision::kBf16, 96);
+  EXPECT_NE(why.find("--attention"), std::string::npos) << why;
+  EXPECT_NE(why.find("multiple of 64"), std::string::npos) << why;
+}
+
+// The fused attention against an fp32 model (unfused attention) with the same weights,
+// batch and dropout masks: the weights are cast from the same fp32 master, the batch
+// is a function of the seed, and the masks of the step counter, site and element
+// index, none of which depends on the precision. Each 16-bit path's error is measured
+// against fp32, and the fused path's may be at most 1.5 x the unfused path's (with a
+// floor of 1e-3 for what both get almost exactly): fused attention must not lose more
+// accuracy than the unfused one. One training step with dropout (loss, gradients),
+// then the inference logits; bf16 and fp16, seq 128 (batch 8) and 512 (batch 2).
+// One known exception, measured on an H200 and documented (docs/model-checks.md): the
+// fused backward takes delta = rowsum(dO * O) from the 16-bit O, as FlashAttention-2
+// does, which the recomputed fp32 probabilities do not match exactly; the rows of dS
+// then no longer sum to zero and dQ = dS K picks up the keys' common component. The
+// query-weight gradient of the last layer (the first in the backward, where that
+// error is not yet drowned by others) was 2.3-3.0x the unfused path's error: it may be
+// up to kDqRatio x.
 TEST(BertAttention, FusedMatchesUnfused) {
   GPUVS_REQUIRE_GPU();
+  constexpr double kRatio = 1.5, kFloor = 1e-3, kDqRatio = 4.0;
   const char* grads[] = {"bert.encoder.layer.0.attention.self.query.weight",
                          "bert.encoder.layer.0.attention.self.key.weight",
                          "bert.encoder.layer.0.attention.self.value.weight",
                          "bert.encoder.layer.23.attention.self.query.weight",
                          "bert.embeddings.word_embeddings.weight"};
-  for (const Precision p : {Precision::kBf16, Precision::kFp16}) {
-    const std::string name(to_string(p));
-    for (const int seq : {128, 512}) {
+  struct Outputs {
+    double loss = 0;
+    std::vector<HostTensor> tensors;  // grads..., then the inference logits
+  };
+  for (const int seq : {128, 512}) {
+    const auto run = [&](Precision p, Attention attention) {
       ModelConfig c = small_config(21, p);
       c.seq = seq;
       c.batch = seq == 512 ? 2 : 8;
-      const auto run = [&](bool flash, std::vector<HostTensor>* out) {
-        if (flash)
-          setenv("GPUVS_BERT_FLASH", "1", 1);
-        else
-          unsetenv("GPUVS_BERT_FLASH");
-        const auto model = make_bert_large(c, 0);
-        unsetenv("GPUVS_BERT_FLASH");
-        model->generate_input(21);
-        model->forward_backward(false);
-        const double loss = model->loss();
-        for (const char* g : grads)
-          out->push_back(model->get_tensor(std::string("grad/") + g));
-        model->forward();  // dropout off: the logits
-        out->push_back(model->get_tensor("prediction_logits"));
-        return loss;
-      };
-      std::vector<HostTensor> fused, unfused;
-      const double lf = run(true, &fused), lu = run(false, &unfused);
-      std::printf("bert-check %s flash seq %d loss fused %.6f unfused %.6f\n", name.c_str(), seq,
-                  lf, lu);
-      EXPECT_NEAR(lf, lu, 2e-3 * std::fabs(lu)) << name << " seq " << seq;
-      for (std::size_t i = 0; i < fused.size(); ++i) {
+      c.attention = attention;
+      const auto model = make_bert_large(c, 0);
+      model->generate_input(21);
+      Outputs out;
+      model->forward_backward(false);
+      out.loss = model->loss();
+      for (const char* g : grads)
+        out.tensors.push_back(model->get_tensor(std::string("grad/") + g));
+      model->forward();  // dropout off: the logits
+      out.tensors.push_back(model->get_tensor("prediction_logits"));
+      return out;
+    };
+    const Outputs ref = run(Precision::kFp32, Attention::kUnfused);
+    for (const Precision p : {Precision::kBf16, Precision::kFp16}) {
+      const std::string name(to_string(p));
+      const Outputs un = run(p, Attention::kUnfused);
+      const Outputs fu = run(p, Attention::kFused);
+      const double lu = std::fabs(un.loss - ref.loss) / std::fabs(ref.loss);
+      const double lf = std::fabs(fu.loss - ref.loss) / std::fabs(ref.loss);
+      std::printf(
+          "bert-check %s fused-vs-fp32 seq %d loss fp32 %.6f unfused %.6f (rel %.3e) fused %.6f "
+          "(rel %.3e)\n",
+          name.c_str(), seq, ref.loss, un.loss, lu, fu.loss, lf);
+      EXPECT_LE(lf, std::max(kRatio * lu, kFloor)) << name << " seq " << seq << " loss";
+      for (std::size_t i = 0; i < ref.tensors.size(); ++i) {
         const std::string what = i < std::size(grads) ? grads[i] : "prediction_logits (infer)";
-        const Errors e = compare(fused[i], unfused[i], what);
-        std::printf("bert-check %s flash seq %d %s rel_l2=%.3g max_err=%.3g\n", name.c_str(), seq,
-                    what.c_str(), e.rel_l2, e.max_err);
-        EXPECT_LE(e.rel_l2, 5e-2) << name << " seq " << seq << " " << what;
+        const Errors eu = compare(un.tensors[i], ref.tensors[i], what);
+        const Errors ef = compare(fu.tensors[i], ref.tensors[i], what);
+        const Errors ff = compare(fu.tensors[i], un.tensors[i], what);
+        std::printf(
+            "bert-check %s fused-vs-fp32 seq %d %s unfused rel_l2=%.3e max_err=%.3e fused "
+            "rel_l2=%.3e max_err=%.3e (fused-vs-unfused rel_l2=%.3e)\n",
+            name.c_str(), seq, what.c_str(), eu.rel_l2, eu.max_err, ef.rel_l2, ef.max_err,
+            ff.rel_l2);
+        const bool dq_bound = what == "bert.encoder.layer.23.attention.self.query.weight";
+        EXPECT_LE(ef.rel_l2, std::max((dq_bound ? kDqRatio : kRatio) * eu.rel_l2, kFloor))
+            << name << " seq " << seq << " " << what;
       }
     }
   }

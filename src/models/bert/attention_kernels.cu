@@ -1,6 +1,10 @@
 // Attention's own kernels (kernels.h): head split/merge copies around the batched
 // GEMMs and the fused mask + softmax + dropout, forward and backward. The softmax
-// kernels take one warp per row of T <= 1024 keys, held in registers (T % 32 == 0).
+// kernels take one warp per row of T <= 1024 keys, held in registers (T % 32 == 0),
+// with vector loads and stores of contiguous elements per lane.
+#include <cstdint>
+#include <initializer_list>
+
 #include "gpu/check.h"
 #include "models/bert/device_util.cuh"
 #include "models/bert/kernels.h"
@@ -40,72 +44,113 @@ __global__ void heads_kernel(HeadsArgs a) {
   }
 }
 
-template <class T>
+// The softmax kernels: one warp per row of T keys (T % 32 == 0, T <= 1024), the row in
+// registers. Each lane holds T / 32 keys as chunks of kV contiguous elements: chunk c
+// of lane l is columns (c * 32 + l) * kV .. + kV, so a warp's load of one chunk is
+// 32 * kV contiguous elements, each lane's a single 4- to 16-byte access (kV = 8 for
+// 16-bit types at T = 512: 16 bytes; kV = 4 at T = 128: 8 bytes). The key mask is read
+// the same way, and dropout takes one hash per 4 consecutive elements (kV >= 4).
+// Blocks of kThreads (8 rows); scores, p, p_drop, dp, ds and mask 16-byte aligned.
+template <class T, int kV>
 __global__ void __launch_bounds__(kThreads) softmax_forward_kernel(SoftmaxArgs a) {
+  constexpr int kMaxChunks = kMaxKeysPerLane / kV;
   const int lane = threadIdx.x % kWarp;
   const int64_t rows = int64_t(a.batch) * a.heads * a.seq;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= rows) return;
-  const int per_lane = a.seq / kWarp;
+  const int chunks = a.seq / (kWarp * kV);
   const int64_t b = row / (int64_t(a.heads) * a.seq);
-  const T* s = static_cast<const T*>(a.scores) + row * a.seq;
-  const int32_t* mask = a.mask + b * a.seq;
+  const T* s = static_cast<const T*>(a.scores) + row * a.seq;  // (T) of (B, H, T, T)
+  const int32_t* mask = a.mask + b * a.seq;                    // (T) of (B, T)
   float v[kMaxKeysPerLane];
   float mx = -INFINITY;
 #pragma unroll
-  for (int j = 0; j < kMaxKeysPerLane; ++j) {
-    if (j >= per_lane) continue;
-    const int col = j * kWarp + lane;
-    v[j] = to_f(s[col]) + (mask[col] != 0 ? 0.0f : kMaskBias);
-    mx = fmaxf(mx, v[j]);
+  for (int c = 0; c < kMaxChunks; ++c) {
+    if (c >= chunks) continue;
+    const int col = (c * kWarp + lane) * kV;
+    const Packed<T, kV> sv = load_packed<kV>(s + col);
+    const Packed<int32_t, kV> mv = load_packed<kV>(mask + col);
+#pragma unroll
+    for (int k = 0; k < kV; ++k) {
+      const float x = to_f(sv.e[k]) + (mv.e[k] != 0 ? 0.0f : kMaskBias);
+      v[c * kV + k] = x;
+      mx = fmaxf(mx, x);
+    }
   }
   mx = warp_max(mx);
   float sum = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kMaxKeysPerLane; ++j) {
-    if (j >= per_lane) continue;
-    v[j] = __expf(v[j] - mx);
-    sum += v[j];
+  for (int c = 0; c < kMaxChunks; ++c) {
+    if (c >= chunks) continue;
+#pragma unroll
+    for (int k = 0; k < kV; ++k) {
+      const float e = __expf(v[c * kV + k] - mx);
+      v[c * kV + k] = e;
+      sum += e;
+    }
   }
   const float inv = 1.0f / warp_sum(sum);
-  const uint64_t key = drop_key(a.drop);
+  const DropMask drop = drop_mask(a.drop);
   T* p = static_cast<T*>(a.p) + row * a.seq;
   T* pd = a.p_drop ? static_cast<T*>(a.p_drop) + row * a.seq : nullptr;
 #pragma unroll
-  for (int j = 0; j < kMaxKeysPerLane; ++j) {
-    if (j >= per_lane) continue;
-    const int col = j * kWarp + lane;
-    const float prob = v[j] * inv;
-    p[col] = from_f<T>(prob);
-    if (pd) pd[col] = from_f<T>(apply_drop(prob, a.drop, key, uint64_t(row) * a.seq + col));
+  for (int c = 0; c < kMaxChunks; ++c) {
+    if (c >= chunks) continue;
+    const int col = (c * kWarp + lane) * kV;
+#pragma unroll
+    for (int k = 0; k < kV; ++k)
+      v[c * kV + k] *= inv;
+    Packed<T, kV> out;
+#pragma unroll
+    for (int k = 0; k < kV; ++k)
+      out.e[k] = from_f<T>(v[c * kV + k]);
+    store_packed<kV>(p + col, out);
+    if (!pd) continue;
+    const uint32_t keep = drop_bits<kV>(drop, uint64_t(row) * a.seq + col);
+#pragma unroll
+    for (int k = 0; k < kV; ++k)
+      out.e[k] = from_f<T>(apply_kept(v[c * kV + k], drop, keep, k));
+    store_packed<kV>(pd + col, out);
   }
 }
 
-template <class T>
+template <class T, int kV>
 __global__ void __launch_bounds__(kThreads) softmax_backward_kernel(SoftmaxBackwardArgs a) {
+  constexpr int kMaxChunks = kMaxKeysPerLane / kV;
   const int lane = threadIdx.x % kWarp;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= a.rows) return;
-  const int per_lane = a.seq / kWarp;
-  const T* dp = static_cast<const T*>(a.dp) + row * a.seq;
-  const T* p = static_cast<const T*>(a.p) + row * a.seq;
-  const uint64_t key = drop_key(a.drop);
+  const int chunks = a.seq / (kWarp * kV);
+  const T* dp = static_cast<const T*>(a.dp) + row * a.seq;  // (T)
+  const T* p = static_cast<const T*>(a.p) + row * a.seq;    // (T)
+  const DropMask drop = drop_mask(a.drop);
   float g[kMaxKeysPerLane], pv[kMaxKeysPerLane];
   float dot = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kMaxKeysPerLane; ++j) {
-    if (j >= per_lane) continue;
-    const int col = j * kWarp + lane;
-    g[j] = apply_drop(to_f(dp[col]), a.drop, key, uint64_t(row) * a.seq + col);
-    pv[j] = to_f(p[col]);
-    dot += g[j] * pv[j];
+  for (int c = 0; c < kMaxChunks; ++c) {
+    if (c >= chunks) continue;
+    const int col = (c * kWarp + lane) * kV;
+    const Packed<T, kV> dv = load_packed<kV>(dp + col);
+    const Packed<T, kV> ppv = load_packed<kV>(p + col);
+    const uint32_t keep = drop_bits<kV>(drop, uint64_t(row) * a.seq + col);
+#pragma unroll
+    for (int k = 0; k < kV; ++k) {
+      const int i = c * kV + k;
+      g[i] = apply_kept(to_f(dv.e[k]), drop, keep, k);
+      pv[i] = to_f(ppv.e[k]);
+      dot += g[i] * pv[i];
+    }
   }
   dot = warp_sum(dot);
-  T* ds = static_cast<T*>(a.ds) + row * a.seq;
+  T* ds = static_cast<T*>(a.ds) + row * a.seq;  // (T)
 #pragma unroll
-  for (int j = 0; j < kMaxKeysPerLane; ++j) {
-    if (j >= per_lane) continue;
-    ds[j * kWarp + lane] = from_f<T>(pv[j] * (g[j] - dot));
+  for (int c = 0; c < kMaxChunks; ++c) {
+    if (c >= chunks) continue;
+    Packed<T, kV> out;
+#pragma unroll
+    for (int k = 0; k < kV; ++k)
+      out.e[k] = from_f<T>(pv[c * kV + k] * (g[c * kV + k] - dot));
+    store_packed<kV>(ds + (c * kWarp + lane) * kV, out);
   }
 }
 
@@ -114,9 +159,26 @@ void check_heads(const HeadsArgs& a) {
     throw Error("head split: head size % 8 == 0 and 1 to 3 tensors");
 }
 
-void check_seq(int seq) {
-  if (seq % kWarp != 0 || seq > kWarp * kMaxKeysPerLane)
+void check_softmax(int seq, std::initializer_list<const void*> pointers) {
+  if (seq % kWarp != 0 || seq < kWarp || seq > kWarp * kMaxKeysPerLane)
     throw Error("attention softmax: sequence length % 32 == 0 and <= 1024");
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      throw Error("attention softmax: tensors must be 16-byte aligned");
+}
+
+// f.template operator()<kV>() with kV the chunk of the softmax kernels for rows of
+// `seq` elements of T: the largest power of two of at most 16 bytes that divides the
+// lane's seq / 32 elements.
+template <class T, class F>
+void with_chunk(int seq, F&& f) {
+  const int per_lane = seq / kWarp;
+  if constexpr (sizeof(T) == 2) {
+    if (per_lane % 8 == 0) return f.template operator()<8>();
+  }
+  if (per_lane % 4 == 0) return f.template operator()<4>();
+  if (per_lane % 2 == 0) return f.template operator()<2>();
+  return f.template operator()<1>();
 }
 
 }  // namespace
@@ -140,17 +202,23 @@ void heads_to_tokens(const HeadsArgs& a, cudaStream_t s) {
 }
 
 void attention_softmax_forward(const SoftmaxArgs& a, cudaStream_t s) {
-  check_seq(a.seq);
+  check_softmax(a.seq, {a.scores, a.mask, a.p, a.p_drop});
   const int64_t rows = int64_t(a.batch) * a.heads * a.seq;
   const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  GPUVS_DISPATCH_DTYPE(a.dtype, { softmax_forward_kernel<T><<<blocks, kThreads, 0, s>>>(a); });
+  GPUVS_DISPATCH_DTYPE(a.dtype, {
+    with_chunk<T>(a.seq,
+                  [&]<int kV>() { softmax_forward_kernel<T, kV><<<blocks, kThreads, 0, s>>>(a); });
+  });
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
 void attention_softmax_backward(const SoftmaxBackwardArgs& a, cudaStream_t s) {
-  check_seq(a.seq);
+  check_softmax(a.seq, {a.dp, a.p, a.ds});
   const unsigned blocks = static_cast<unsigned>((a.rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  GPUVS_DISPATCH_DTYPE(a.dtype, { softmax_backward_kernel<T><<<blocks, kThreads, 0, s>>>(a); });
+  GPUVS_DISPATCH_DTYPE(a.dtype, {
+    with_chunk<T>(a.seq,
+                  [&]<int kV>() { softmax_backward_kernel<T, kV><<<blocks, kThreads, 0, s>>>(a); });
+  });
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 

@@ -6,8 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
+#include <string>
 
 #include "core/error.h"
 #include "gpu/check.h"
@@ -37,6 +36,19 @@ const ModelConfig& checked(const ModelConfig& c, int device) {
         "bert-large: sequence length {} is not supported (a multiple of 32 up to {}: 128 and "
         "512 are the benchmark's)",
         c.seq, kMaxPositions));
+  if (c.attention == Attention::kFused &&
+      !flash_attention_supported(storage_type(c.precision), c.seq, kHeadDim)) {
+    std::string why;
+    if (storage_type(c.precision) == DType::kF32)
+      why = fmt::format("{} keeps activations in FP32 and the fused kernels are bf16/fp16 only",
+                        to_string(c.precision));
+    else
+      why = fmt::format("sequence length {} is not a multiple of 64 (the kernels' tile)", c.seq);
+    throw UsageError(fmt::format(
+        "--attention fused: {}; use --attention unfused (or bf16, fp16 or fp8 at a sequence "
+        "length that is a multiple of 64)",
+        why));
+  }
   GPUVS_CUDA_CHECK(cudaSetDevice(device));
   if (c.precision == Precision::kFp8) {
     int major = 0, minor = 0;
@@ -68,9 +80,7 @@ BertLarge::BertLarge(const ModelConfig& config, int device)
       t_(config.seq),
       n_(int64_t(config.batch) * config.seq) {
   fp8_ = config_.precision == Precision::kFp8;
-  const char* flash = std::getenv("GPUVS_BERT_FLASH");
-  flash_ = flash != nullptr && std::strcmp(flash, "1") == 0 &&
-           flash_attention_supported(dtype_, t_, kHeadDim);
+  flash_ = config_.attention == Attention::kFused;  // checked() refused what it cannot run
   if (flash_) flash_attention_init();
   build();
   allocate();

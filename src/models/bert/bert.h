@@ -8,9 +8,10 @@
 // Q K^T / 8 (strided-batched GEMM) -> fused mask + softmax + dropout -> P V ->
 // head merge -> output dense -> fused dropout + residual + LayerNorm -> FFN1 (bias
 // epilogue) -> GELU (own kernel: BERT's erf form; cuBLASLt's GELU epilogue is not
-// documented as erf) -> FFN2 -> dropout + residual + LayerNorm. Attention is the
-// first version the issue allows (batched GEMMs + a fused softmax kernel, not a flash
-// kernel): the probabilities are kept for backward (B*H*T*T per layer).
+// documented as erf) -> FFN2 -> dropout + residual + LayerNorm. Attention
+// (ModelConfig::attention): unfused by default (batched GEMMs around a fused softmax
+// kernel; the probabilities kept for backward, B*H*T*T per layer), or fused
+// (flash_attention.cu: bf16/fp16 storage, T % 64 == 0; no probabilities in memory).
 //
 // Precision: fp32 (TF32 off), tf32, fp16 (dynamic loss scaling on the GPU), bf16:
 // activations and the GEMMs' inputs in the storage type, FP32 accumulation, FP32
@@ -50,8 +51,9 @@
 namespace gpuvs::models {
 
 // Throws UsageError for fp8 below compute capability 8.9, a sequence length that is
-// not a multiple of 32 up to 512, or a batch below 1; OutOfMemoryError when it does
-// not fit.
+// not a multiple of 32 up to 512, a batch below 1, or fused attention where
+// flash_attention_supported() says no (fp32, tf32, T % 64 != 0); OutOfMemoryError
+// when it does not fit.
 std::unique_ptr<Model> make_bert_large(const ModelConfig& config, int device);
 
 namespace bert {
@@ -86,6 +88,7 @@ class BertLarge final : public Model {
   cudaStream_t stream() const override { return stream_.get(); }
   int64_t items_per_micro_step() const override { return config_.batch; }
   std::string items_unit() const override { return "seq/s"; }
+  int64_t tokens_per_item() const override { return t_; }
   double flops_per_micro_step() const override { return flops_; }
   int64_t parameter_count() const override { return layout_.real_count(); }
 
@@ -104,10 +107,18 @@ class BertLarge final : public Model {
   void set_tensor(const std::string& name, const HostTensor& tensor) override;
   HostTensor get_tensor(const std::string& name) override;
 
-  // Regions: "fwd embeddings", "fwd qkv", "fwd attention core" (scores, softmax,
-  // context), "fwd attention out+ln", "fwd ffn1+gelu", "fwd ffn2+ln" (each summed over
-  // the 24 layers), "fwd mlm head", "fwd nsp head", "loss", the same "bwd ..." and
-  // "adamw".
+  // Regions (each summed over the 24 layers): "fwd embeddings", "fwd qkv" (GEMM and
+  // head split), the attention core: unfused "fwd attention scores" (Q K^T), "fwd
+  // attention softmax", "fwd attention context" (P V and head merge), fused "fwd
+  // attention core" (kernel and head merge); "fwd attention out+ln", "fwd ffn1+gelu",
+  // "fwd ffn2+ln", "fwd mlm head", "fwd nsp head", "loss", "bwd mlm head", "bwd nsp
+  // head", "bwd ffn2+ln", "bwd ffn1+gelu", "bwd attention out+ln", the core: unfused
+  // "bwd attention dP+dV" (head split of dC, dP = dC V^T, dV = P^T dC), "bwd attention
+  // softmax", "bwd attention dQ+dK" (the two GEMMs and the head merge of dQ, dK, dV),
+  // fused "bwd attention core"; "bwd qkv", "bwd embeddings", "adamw". fp8 moves each
+  // encoder dense layer's FP8 work into "<dir> <layer> fp8 cast" (casts with amax and
+  // transposes) and "<dir> <layer> fp8 gemm" (<layer>: qkv, attention out, ffn1, ffn2),
+  // and the weights' cast after AdamW into "adamw fp8 weight cast".
   void enable_layer_timing(bool on) override { timer_.enable(on); }
   std::vector<std::pair<std::string, double>> layer_times() override { return timer_.totals(); }
 
@@ -183,9 +194,8 @@ class BertLarge final : public Model {
   // context_ (T, D) = A (T, T) B (T, D) (also dQ = dS K), transposed_ (T, D) =
   // A^T (T, T) B (T, D) (dV = P^T dC, dK = dS^T Q).
   std::unique_ptr<Gemm> scores_, context_, transposed_;
-  // Fused attention (flash_attention.cu; bf16/fp16): opt-in with GPUVS_BERT_FLASH=1 until
-  // a GPU run has checked it against the unfused path. lse_ (layers, B, H, T) fp32
-  // (training), delta_ (B, H, T) fp32 backward scratch.
+  // Fused attention (flash_attention.cu; config_.attention == kFused): lse_ (layers,
+  // B, H, T) fp32 (training), delta_ (B, H, T) fp32 backward scratch.
   bool flash_ = false;
   DeviceBuffer lse_, delta_;
   bool fp8_ = false;

@@ -17,6 +17,25 @@ uint32_t layer_site(int l) {
   return 1 + 3 * static_cast<uint32_t>(l);
 }
 
+// fp8 profile regions of the encoder's dense layers ([backward][which], `which` as
+// BertLarge::dense()): the casts (amax, transposes), the GEMMs, and the region the
+// layer's other work is in (marked again after the GEMMs).
+struct DenseRegions {
+  const char* cast;
+  const char* gemm;
+  const char* rest;
+};
+constexpr DenseRegions kDenseRegions[2][4] = {
+    {{"fwd qkv fp8 cast", "fwd qkv fp8 gemm", "fwd qkv"},
+     {"fwd attention out fp8 cast", "fwd attention out fp8 gemm", "fwd attention out+ln"},
+     {"fwd ffn1 fp8 cast", "fwd ffn1 fp8 gemm", "fwd ffn1+gelu"},
+     {"fwd ffn2 fp8 cast", "fwd ffn2 fp8 gemm", "fwd ffn2+ln"}},
+    {{"bwd qkv fp8 cast", "bwd qkv fp8 gemm", "bwd qkv"},
+     {"bwd attention out fp8 cast", "bwd attention out fp8 gemm", "bwd attention out+ln"},
+     {"bwd ffn1 fp8 cast", "bwd ffn1 fp8 gemm", "bwd ffn1+gelu"},
+     {"bwd ffn2 fp8 cast", "bwd ffn2 fp8 gemm", "bwd ffn2+ln"}},
+};
+
 }  // namespace
 
 Dropout BertLarge::drop(uint32_t site, bool train) const {
@@ -34,10 +53,14 @@ Linear& BertLarge::dense(int which) const {
 
 void BertLarge::dense_forward(int which, int l, const void* x, int64_t w_off, int64_t b_off,
                               void* y) {
-  if (fp8_)
-    fp8_lin_[which]->forward(l, x, param(w_off), param(b_off), y, ws(), stream_.get());
-  else
+  if (!fp8_) {
     dense(which).forward(x, param(w_off), param(b_off), y, ws(), stream_.get());
+    return;
+  }
+  const DenseRegions& r = kDenseRegions[0][which];
+  fp8_lin_[which]->forward(l, x, param(w_off), param(b_off), y, ws(), stream_.get(),
+                           {&timer_, r.cast, r.gemm});
+  timer_.mark(r.rest, stream_.get());
 }
 
 void BertLarge::dense_backward(int which, int l, const void* x, const void* dy, void* dx,
@@ -45,7 +68,10 @@ void BertLarge::dense_backward(int which, int l, const void* x, const void* dy, 
   cudaStream_t s = stream_.get();
   const float beta = accumulate ? 1.0f : 0.0f;
   if (fp8_) {
-    fp8_lin_[which]->backward(l, x, param(w_off), dy, dx, beta_dx, grad(w_off), beta, ws(), s);
+    const DenseRegions& r = kDenseRegions[1][which];
+    fp8_lin_[which]->backward(l, x, param(w_off), dy, dx, beta_dx, grad(w_off), beta, ws(), s,
+                              {&timer_, r.cast, r.gemm});
+    timer_.mark(r.rest, s);
     return;
   }
   dense(which).backward_weight(x, dy, grad(w_off), beta, ws(), s);
@@ -60,10 +86,12 @@ void BertLarge::before_step() {
 }
 
 void BertLarge::after_step() {
-  timer_.stop(stream_.get());
-  if (fp8_)
+  if (fp8_) {
+    timer_.mark("fp8 scale update", stream_.get());
     update_fp8_metas(fp8_metas_.as<Fp8Meta>(), 4 * kLayers * Fp8Linear::kMetasPerLayer,
                      stream_.get());
+  }
+  timer_.stop(stream_.get());
 }
 
 void BertLarge::forward() {
@@ -107,7 +135,10 @@ void BertLarge::optimizer_step(int micro_steps) {
   a.scaler = scaler;
   adamw_step(a, s);
   if (fp16) update_loss_scale(scaler, s);
-  if (fp8_) cast_fp8_weights();
+  if (fp8_) {
+    timer_.mark("adamw fp8 weight cast", s);
+    cast_fp8_weights();
+  }
   weights_changed_ = true;
   timer_.stop(s);
 }
@@ -162,8 +193,8 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
   h.split[2] = L.v.get();
   tokens_to_heads(h, s);
 
-  timer_.mark("fwd attention core", s);
   if (flash_) {
+    timer_.mark("fwd attention core", s);
     FlashArgs f;
     f.batch = b_;
     f.heads = kHeads;
@@ -179,7 +210,7 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
     f.lse = train ? lse_.as<float>() + int64_t(l) * b_ * kHeads * t_ : nullptr;
     flash_attention_forward(f, s);
   } else {
-    unfused_attention_forward(site, L, train);
+    unfused_attention_forward(site, L, train);  // ends in "fwd attention context"
   }
   HeadsArgs m = h;
   m.nmat = 1;
@@ -222,6 +253,7 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
 // Scores, masked softmax with dropout, context: the (B, H, T, T) probabilities in memory.
 void BertLarge::unfused_attention_forward(uint32_t site, LayerActs& L, bool train) {
   cudaStream_t s = stream_.get();
+  timer_.mark("fwd attention scores", s);
   scores_->run(L.q.get(), L.k.get(), L.probs.get(), kScoreScale, 0.0f, nullptr, nullptr, ws(), s);
   SoftmaxArgs sm;
   sm.batch = b_;
@@ -234,7 +266,9 @@ void BertLarge::unfused_attention_forward(uint32_t site, LayerActs& L, bool trai
   sm.drop = drop(site, train);
   const bool dropped = sm.drop.p > 0.0f;
   sm.p_drop = dropped ? L.probs_drop.get() : nullptr;
+  timer_.mark("fwd attention softmax", s);
   attention_softmax_forward(sm, s);
+  timer_.mark("fwd attention context", s);
   context_->run(dropped ? L.probs_drop.get() : L.probs.get(), L.v.get(), ctx_heads_.get(), 1.0f,
                 0.0f, nullptr, nullptr, ws(), s);
 }
@@ -463,7 +497,7 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   dense_backward(1, l, L.ctx.get(), ddense, d_ctx_.get(), 0.0f, p.ao_w, accumulate);
   bias_grad(ddense, kHidden, p.ao_b);
 
-  timer_.mark("bwd attention core", s);
+  timer_.mark(flash_ ? "bwd attention core" : "bwd attention dP+dV", s);
   HeadsArgs h;
   h.batch = b_;
   h.seq = t_;
@@ -496,7 +530,7 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
     fb.dv = d_v_.get();
     flash_attention_backward(fb, s);
   } else {
-    unfused_attention_backward(site, L, dropped);
+    unfused_attention_backward(site, L, dropped);  // ends in "bwd attention dQ+dK"
   }
   h.nmat = 3;
   h.tokens = d_qkv_.get();
@@ -525,8 +559,10 @@ void BertLarge::unfused_attention_backward(uint32_t site, LayerActs& L, bool dro
   sb.p = L.probs.get();
   sb.ds = d_probs_.get();
   sb.drop = drop(site, true);
+  timer_.mark("bwd attention softmax", s);
   attention_softmax_backward(sb, s);
   // dQ = dS K / 8, dK = dS^T Q / 8
+  timer_.mark("bwd attention dQ+dK", s);
   context_->run(d_probs_.get(), L.k.get(), d_q_.get(), kScoreScale, 0.0f, nullptr, nullptr, ws(),
                 s);
   transposed_->run(d_probs_.get(), L.q.get(), d_k_.get(), kScoreScale, 0.0f, nullptr, nullptr, ws(),

@@ -1,8 +1,10 @@
-// Device helpers shared by BERT's kernels (nvcc only): the dropout hash and warp sums.
+// Device helpers shared by BERT's kernels (nvcc only): dropout (the mask itself is
+// dropout_hash.h's), packed loads and stores, warp sums.
 #pragma once
 
 #include <cstdint>
 
+#include "models/bert/dropout_hash.h"
 #include "models/bert/kernels.h"
 #include "models/layers/dtype.h"
 
@@ -10,27 +12,95 @@ namespace gpuvs::models::bert {
 
 constexpr int kWarp = 32;
 
-// splitmix64's finaliser (Steele, Lea, Flood 2014): a bijective 64-bit mix.
-__device__ __forceinline__ uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+// One dropout site as a kernel applies it: the step's key, the 16-bit threshold and
+// the scale of kept values. on is false when p is 0 (everything kept, unscaled).
+struct DropMask {
+  uint64_t key = 0;
+  uint32_t threshold = 0;
+  float scale = 1.0f;
+  bool on = false;
+};
+
+// Reads the step counter: call once per thread, outside loops.
+__device__ __forceinline__ DropMask drop_mask(const Dropout& d) {
+  DropMask m;
+  if (d.p <= 0.0f) return m;
+  m.key = dropout_key(*d.rng, d.site);
+  m.threshold = dropout_threshold(d.p);
+  m.scale = 1.0f / (1.0f - d.p);
+  m.on = true;
+  return m;
 }
 
-// The key of one dropout site in one step.
-__device__ __forceinline__ uint64_t drop_key(const Dropout& d) {
-  return d.p > 0.0f ? mix64(*d.rng * 0x9E3779B97F4A7C15ull + d.site) : 0;
+// Inverted dropout of v (element i); identity when off. Kernels holding 4 or more
+// consecutive elements use drop_bits and apply_kept instead (one hash per 4).
+__device__ __forceinline__ float apply_drop(float v, const DropMask& m, uint64_t i) {
+  if (!m.on) return v;
+  return drop_keep(m.key, i, m.threshold) ? v * m.scale : 0.0f;
 }
 
-// u in [0, 1) for element i of the site with `key` (24 random bits).
-__device__ __forceinline__ float drop_uniform(uint64_t key, uint64_t i) {
-  return float(mix64(key + i * 0x9E3779B97F4A7C15ull) >> 40) * (1.0f / 16777216.0f);
+// Keep bits of elements i0 .. i0 + kN - 1 (i0 % 4 == 0 where kN % 4 == 0); all ones
+// when off.
+template <int kN>
+__device__ __forceinline__ uint32_t drop_bits(const DropMask& m, uint64_t i0) {
+  if (!m.on) return 0xFFFFFFFFu;
+  return drop_keep_bits<kN>(m.key, i0, m.threshold);
 }
 
-// Inverted dropout of v (element i); identity when p is 0.
-__device__ __forceinline__ float apply_drop(float v, const Dropout& d, uint64_t key, uint64_t i) {
-  if (d.p <= 0.0f) return v;
-  return drop_uniform(key, i) >= d.p ? v / (1.0f - d.p) : 0.0f;
+// v where bit k of `bits` keeps it (scaled), else 0.
+__device__ __forceinline__ float apply_kept(float v, const DropMask& m, uint32_t bits, int k) {
+  if (!m.on) return v;
+  return (bits >> k) & 1u ? v * m.scale : 0.0f;
+}
+
+// kN elements of E as one load or store of kN * sizeof(E) bytes (2 to 16), or several
+// of 16 bytes where more: p aligned to min(kN * sizeof(E), 16) bytes.
+template <int kBytes>
+struct RawBytes;
+template <>
+struct RawBytes<2> {
+  using type = uint16_t;
+};
+template <>
+struct RawBytes<4> {
+  using type = uint32_t;
+};
+template <>
+struct RawBytes<8> {
+  using type = uint2;
+};
+template <>
+struct RawBytes<16> {
+  using type = uint4;
+};
+
+template <class E, int kN>
+struct Packed {
+  static constexpr int kPiece = kN * int(sizeof(E)) > 16 ? 16 / int(sizeof(E)) : kN;
+  using Raw = typename RawBytes<kPiece* int(sizeof(E))>::type;
+  union {
+    Raw raw[kN / kPiece];
+    E e[kN];
+  };
+  __device__ __forceinline__ Packed() {}
+};
+
+template <int kN, class E>
+__device__ __forceinline__ Packed<E, kN> load_packed(const E* p) {
+  using P = Packed<E, kN>;
+  P v;
+#pragma unroll
+  for (int q = 0; q < kN / P::kPiece; ++q)
+    v.raw[q] = reinterpret_cast<const typename P::Raw*>(p)[q];
+  return v;
+}
+
+template <int kN, class E>
+__device__ __forceinline__ void store_packed(E* p, const Packed<E, kN>& v) {
+  using P = Packed<E, kN>;
+#pragma unroll
+  for (int q = 0; q < kN / P::kPiece; ++q)
+    reinterpret_cast<typename P::Raw*>(p)[q] = v.raw[q];
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -8,8 +8,9 @@
 // atomics and a fixed summation order. Tiles of 64 x 64, four warps of 16 rows each;
 // the tensor-core products through WMMA (16 x 16 x 16, FP32 accumulation) with the
 // score tiles staged in shared memory for the element-wise steps. Dropout draws the
-// same hash as the unfused softmax (element index row * T + key), so both paths drop
-// the same probabilities.
+// same mask as the unfused softmax (dropout_hash.h, element index row * T + key), so
+// both paths drop the same probabilities: one hash per 4 consecutive keys, shared by
+// shuffles in the dK/dV kernel, whose lanes hold a key's column of queries.
 #include <mma.h>
 
 #include <type_traits>
@@ -96,7 +97,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_fwd_kernel(FlashArgs a) {
   for (int j = 0; j < 32; ++j)
     ow[r * kLdf + half * 32 + j] = 0.0f;
   float m = -INFINITY, l = 0.0f;
-  const uint64_t key = drop_key(a.drop);
+  const DropMask drop = drop_mask(a.drop);
   const int64_t qrow = bh * a.seq + q0 + warp * 16 + r;  // (b, h, t) row index
   for (int k0 = 0; k0 < a.seq; k0 += kTile) {
     __syncthreads();  // the previous tile's K and V are no longer read
@@ -129,13 +130,13 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_fwd_kernel(FlashArgs a) {
     const float m_new = fmaxf(m, mx);
     const float alpha = __expf(m - m_new);
     float sum = 0.0f;
+    // The lane's 32 keys are consecutive elements: 8 groups of 4, one hash each.
+    const uint32_t keep = drop_bits<32>(drop, uint64_t(qrow) * a.seq + k0 + half * 32);
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
       const float p = __expf(x[j] - m_new);
       sum += p;
-      const int col = k0 + half * 32 + j;
-      pw[r * kLdh + half * 32 + j] =
-          from_f<T>(apply_drop(p, a.drop, key, uint64_t(qrow) * a.seq + col));
+      pw[r * kLdh + half * 32 + j] = from_f<T>(apply_kept(p, drop, keep, j));
     }
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     l = l * alpha + sum;
@@ -187,6 +188,33 @@ __global__ void flash_delta_kernel(FlashBackwardArgs a) {
   if (lane == 0) a.delta[row] = s;
 }
 
+// Keep bits (bit j: query row0 + j) of the dK/dV kernel's lane: key kidx of a warp
+// whose lanes 2r + half hold key r of 16 (kidx % 4 == r % 4) and 32 consecutive query
+// rows. Element (row, kidx) is in hash group (row * T + kidx) / 4, shared by the four
+// lanes of keys 4m .. 4m + 3 (same half): lane t = r % 4 of them hashes the 8 groups
+// of queries j % 4 == t and the four swap their bits by shuffles, 8 hashes per lane
+// instead of 32. The whole warp calls it.
+__device__ __forceinline__ uint32_t column_keep_bits(const DropMask& drop, uint64_t row0, int seq,
+                                                     int kidx, int lane) {
+  if (!drop.on) return 0xFFFFFFFFu;
+  const int t = (lane >> 1) & 3;
+  uint32_t mine = 0;  // bits 4i .. 4i + 3: query 4i + t, keys 4m .. 4m + 3
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint64_t idx = (row0 + 4 * i + t) * uint64_t(seq) + kidx;
+    mine |= drop_keep4(drop.key, idx >> 2, drop.threshold) << (4 * i);
+  }
+  uint32_t keep = 0;
+#pragma unroll
+  for (int tt = 0; tt < 4; ++tt) {
+    const uint32_t w = __shfl_sync(0xffffffffu, mine, lane + 2 * (tt - t));
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      keep |= ((w >> (4 * i + t)) & 1u) << (4 * i + tt);
+  }
+  return keep;
+}
+
 // dK and dV of one key tile (64 keys of one (b, h)); warp w owns keys w*16..+16 and
 // works on transposed score tiles (keys x queries).
 template <class T>
@@ -212,7 +240,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_dkdv_kernel(FlashBackward
   const int r = lane >> 1, half = lane & 1;  // row r (a key), query columns half * 32 + [0, 32)
   const int kidx = k0 + warp * 16 + r;
   const float bias = f.mask[b * f.seq + kidx] != 0 ? 0.0f : kMaskBias;
-  const uint64_t key = drop_key(f.drop);
+  const DropMask drop = drop_mask(f.drop);
   FragC dk[4], dv[4];
 #pragma unroll
   for (int n = 0; n < 4; ++n) {
@@ -243,12 +271,13 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_dkdv_kernel(FlashBackward
         });
     __syncwarp();
     float p[32];
+    const uint32_t keep =
+        column_keep_bits(drop, uint64_t(bh * f.seq + q0 + half * 32), f.seq, kidx, lane);
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
       const int qc = half * 32 + j;
       p[j] = __expf(sw[r * kLdf + qc] * f.scale + bias - lse_s[qc]);
-      const uint64_t idx = uint64_t(bh * f.seq + q0 + qc) * f.seq + kidx;
-      pw[r * kLdh + qc] = from_f<T>(apply_drop(p[j], f.drop, key, idx));
+      pw[r * kLdh + qc] = from_f<T>(apply_kept(p[j], drop, keep, j));
     }
     __syncwarp();
     // dV_w += Pd^T (16 keys x 64 q) dO (64 q x 64)
@@ -280,8 +309,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_dkdv_kernel(FlashBackward
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
       const int qc = half * 32 + j;
-      const uint64_t idx = uint64_t(bh * f.seq + q0 + qc) * f.seq + kidx;
-      const float g = apply_drop(sw[r * kLdf + qc], f.drop, key, idx);
+      const float g = apply_kept(sw[r * kLdf + qc], drop, keep, j);
       pw[r * kLdh + qc] = from_f<T>(p[j] * (g - delta_s[qc]));
     }
     __syncwarp();
@@ -337,7 +365,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_dq_kernel(FlashBackwardAr
   const int r = lane >> 1, half = lane & 1;  // row r (a query), key columns half * 32 + [0, 32)
   const int64_t qrow = bh * f.seq + q0 + warp * 16 + r;
   const float lse = f.lse[qrow], delta = a.delta[qrow];
-  const uint64_t key = drop_key(f.drop);
+  const DropMask drop = drop_mask(f.drop);
   FragC dq[4];
 #pragma unroll
   for (int n = 0; n < 4; ++n)
@@ -382,10 +410,11 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_dq_kernel(FlashBackwardAr
           return x;
         });
     __syncwarp();
+    const uint32_t keep = drop_bits<32>(drop, uint64_t(qrow) * f.seq + k0 + half * 32);
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
       const int kc = half * 32 + j;
-      const float g = apply_drop(sw[r * kLdf + kc], f.drop, key, uint64_t(qrow) * f.seq + k0 + kc);
+      const float g = apply_kept(sw[r * kLdf + kc], drop, keep, j);
       pw[r * kLdh + kc] = from_f<T>(p[j] * (g - delta));
     }
     __syncwarp();

@@ -43,7 +43,8 @@ Fp8Meta fp8_meta_init(bool e5m2, bool delayed);
 
 // out (rows, cols) fp8 = saturate(src * meta.scale), and out_t (cols, rows) its
 // transpose (either may be null); meta.amax = max(meta.amax, max |src|). src is fp32
-// (src_f32) or `dtype` (16-bit activations). rows and cols multiples of 32.
+// (src_f32) or `dtype` (16-bit activations). rows a multiple of 32, cols of 64; src
+// 32-byte aligned, out and out_t 8-byte aligned (an Error otherwise).
 struct Fp8CastArgs {
   int64_t rows = 0, cols = 0;
   const void* src = nullptr;

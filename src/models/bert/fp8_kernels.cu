@@ -1,5 +1,7 @@
-// FP8 casts and scaling (fp8.h). Casts: 32 x 32 tiles, block (32, 8), each thread 4
-// elements; the transposed copy goes through shared memory.
+// FP8 casts and scaling (fp8.h). Casts: 64 x 64 tiles, 256 threads, each thread two
+// 8-element row pieces (16-byte loads of 16-bit data, 8-byte stores); the transposed
+// copy goes through shared memory, 8 rows of a column per 8-byte store; one amax
+// atomic per block.
 #include <cuda_fp8.h>
 
 #include <cmath>
@@ -12,8 +14,10 @@ namespace gpuvs::models::bert {
 
 namespace {
 
-constexpr int kTile = 32;
-constexpr int kRowsPerPass = 8;
+constexpr int kTile = 64;                // rows and columns of a cast tile
+constexpr int kPiece = 8;                // elements per thread piece
+constexpr int kPieces = kTile / kPiece;  // pieces across a tile row
+constexpr int kCastThreads = 256;
 constexpr int kThreads = 256;
 
 __device__ __forceinline__ uint8_t to_fp8(float v, bool e5m2) {
@@ -26,33 +30,75 @@ __device__ __forceinline__ void atomic_max_nonneg(float* addr, float v) {
   atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
 }
 
+// 8 consecutive elements of src as floats (p 16-byte aligned for 16-bit types, 32 for
+// float).
+__device__ __forceinline__ void load8(const float* p, float* v) {
+  const float4 a = *reinterpret_cast<const float4*>(p);
+  const float4 b = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+template <class T>
+__device__ __forceinline__ void load8(const T* p, float* v) {
+  const Vec<T> x = load_vec(p);
+#pragma unroll
+  for (int j = 0; j < kPiece; ++j)
+    v[j] = to_f(x.e[j]);
+}
+
 template <class Src>
-__global__ void cast_kernel(Fp8CastArgs a) {
-  __shared__ uint8_t tile[kTile][kTile + 1];
+__global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
+  // Rows padded to 72 bytes: 8-byte aligned for the row pieces.
+  __shared__ __align__(16) uint8_t tile[kTile][kTile + 8];
+  __shared__ float warp_amax[kCastThreads / kWarp];
   const Src* src = static_cast<const Src*>(a.src);
   const float scale = a.meta->scale;
-  const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t r0 = int64_t(blockIdx.y) * kTile, c0 = int64_t(blockIdx.x) * kTile;
   float amax = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kTile / kRowsPerPass; ++k) {
-    const int64_t r = r0 + ty + k * kRowsPerPass, c = c0 + tx;
-    const float v = to_f(src[r * a.cols + c]);
-    amax = fmaxf(amax, fabsf(v));
-    const uint8_t q = to_fp8(v * scale, a.e5m2);
-    if (a.out) a.out[r * a.cols + c] = q;
-    tile[ty + k * kRowsPerPass][tx] = q;
+  for (int k = 0; k < kTile * kPieces / kCastThreads; ++k) {
+    const int idx = threadIdx.x + k * kCastThreads;
+    const int r = idx / kPieces, pc = idx % kPieces;
+    if (r0 + r >= a.rows) continue;
+    const int64_t off = (r0 + r) * a.cols + c0 + pc * kPiece;
+    float v[kPiece];
+    load8(src + off, v);
+    union {
+      uint2 raw;
+      uint8_t b[kPiece];
+    } q;
+#pragma unroll
+    for (int j = 0; j < kPiece; ++j) {
+      amax = fmaxf(amax, fabsf(v[j]));
+      q.b[j] = to_fp8(v[j] * scale, a.e5m2);
+    }
+    if (a.out) *reinterpret_cast<uint2*>(a.out + off) = q.raw;
+    *reinterpret_cast<uint2*>(&tile[r][pc * kPiece]) = q.raw;
   }
   if (a.out_t) {
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < kTile / kRowsPerPass; ++k) {
-      const int64_t rt = c0 + ty + k * kRowsPerPass, ct = r0 + tx;
-      a.out_t[rt * a.rows + ct] = tile[tx][ty + k * kRowsPerPass];
+    for (int k = 0; k < kTile * kPieces / kCastThreads; ++k) {
+      const int idx = threadIdx.x + k * kCastThreads;
+      const int ct = idx / kPieces, pr = idx % kPieces;  // column of src, 8-row group
+      if (r0 + pr * kPiece >= a.rows) continue;
+      union {
+        uint2 raw;
+        uint8_t b[kPiece];
+      } q;
+#pragma unroll
+      for (int j = 0; j < kPiece; ++j)
+        q.b[j] = tile[pr * kPiece + j][ct];
+      *reinterpret_cast<uint2*>(a.out_t + (c0 + ct) * a.rows + r0 + pr * kPiece) = q.raw;
     }
   }
   amax = warp_max(amax);
-  if (tx == 0) atomic_max_nonneg(&a.meta->amax, amax);
+  if (threadIdx.x % kWarp == 0) warp_amax[threadIdx.x / kWarp] = amax;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kCastThreads / kWarp; ++w)
+      amax = fmaxf(amax, warp_amax[w]);
+    atomic_max_nonneg(&a.meta->amax, amax);
+  }
 }
 
 __global__ void reset_amax_kernel(Fp8Meta* m) {
@@ -114,14 +160,19 @@ Fp8Meta fp8_meta_init(bool e5m2, bool delayed) {
 }
 
 void fp8_cast(const Fp8CastArgs& a, cudaStream_t s) {
-  if (a.rows % kTile != 0 || a.cols % kTile != 0)
-    throw Error("fp8_cast: rows and columns must be multiples of 32");
-  const dim3 grid(static_cast<unsigned>(a.cols / kTile), static_cast<unsigned>(a.rows / kTile));
-  const dim3 block(kTile, kRowsPerPass);
+  if (a.rows % 32 != 0 || a.cols % kTile != 0)
+    throw Error("fp8_cast: rows must be a multiple of 32 and columns of 64");
+  const auto aligned = [](const void* p, uintptr_t n) {
+    return reinterpret_cast<uintptr_t>(p) % n == 0;
+  };
+  if (!aligned(a.src, 32) || !aligned(a.out, 8) || !aligned(a.out_t, 8))
+    throw Error("fp8_cast: source 32-byte and outputs 8-byte aligned");
+  const dim3 grid(static_cast<unsigned>(a.cols / kTile),
+                  static_cast<unsigned>((a.rows + kTile - 1) / kTile));
   if (a.src_f32) {
-    cast_kernel<float><<<grid, block, 0, s>>>(a);
+    cast_kernel<float><<<grid, kCastThreads, 0, s>>>(a);
   } else {
-    GPUVS_DISPATCH_DTYPE(a.dtype, { cast_kernel<T><<<grid, block, 0, s>>>(a); });
+    GPUVS_DISPATCH_DTYPE(a.dtype, { cast_kernel<T><<<grid, kCastThreads, 0, s>>>(a); });
   }
   GPUVS_CUDA_CHECK_LAUNCH();
 }

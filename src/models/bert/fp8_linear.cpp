@@ -18,6 +18,10 @@ void run_in_layer(Gemm& g, int l, Args... args) {
   }
 }
 
+void mark(const Fp8Marks& m, const char* name, cudaStream_t s) {
+  if (m.timer != nullptr && name != nullptr) m.timer->mark(name, s);
+}
+
 // An FP8 GEMM, or null with `why` set where cuBLASLt runs none for this shape.
 std::unique_ptr<Gemm> try_fp8(const LtHandle& handle, const GemmShape& g, std::string& why) {
   try {
@@ -147,9 +151,10 @@ void Fp8Linear::cast_weight(int l, const float* master, cudaStream_t s) {
 }
 
 void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
-                        cudaStream_t s) {
+                        cudaStream_t s, const Fp8Marks& marks) {
   const bool need_t = train_ && wgrad_;
   if (fwd_ || need_t) {
+    mark(marks, marks.cast, s);
     Fp8CastArgs c;
     c.rows = rows_;
     c.cols = in_;
@@ -160,6 +165,7 @@ void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias,
     c.meta = meta(l, 0);
     fp8_cast(c, s);
   }
+  mark(marks, marks.gemm, s);
   if (!fwd_) {
     bf16_->forward(x, w16, bias, y, ws, s);
     return;
@@ -169,9 +175,11 @@ void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias,
 }
 
 void Fp8Linear::backward(int l, const void* x, const void* w16, const void* dy, void* dx,
-                         float beta_dx, float* dw, float beta_w, void* ws, cudaStream_t s) {
+                         float beta_dx, float* dw, float beta_w, void* ws, cudaStream_t s,
+                         const Fp8Marks& marks) {
   if (!train_) throw Error("Fp8Linear::backward: built for inference");
   if (dgrad_ || wgrad_) {
+    mark(marks, marks.cast, s);
     Fp8CastArgs c;
     c.rows = rows_;
     c.cols = out_;
@@ -183,6 +191,7 @@ void Fp8Linear::backward(int l, const void* x, const void* w16, const void* dy, 
     c.meta = meta(l, 2);
     fp8_cast(c, s);
   }
+  mark(marks, marks.gemm, s);
   if (!wgrad_) {
     bf16_->backward_weight(x, dy, dw, beta_w, ws, s);
   } else {

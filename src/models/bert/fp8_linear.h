@@ -25,8 +25,19 @@
 #include "gpu/device.h"
 #include "models/bert/fp8.h"
 #include "models/bert/gemm.h"
+#include "models/bert/region_timer.h"
 
 namespace gpuvs::models::bert {
+
+// Profile marks of forward() and backward() (timer null: none): `cast` before the
+// casts (with their amax and transposes), `gemm` before the GEMMs (bf16 ones where
+// cuBLASLt refused FP8, and the bf16-to-FP32 add of a bf16 wgrad). The caller marks
+// its own region again afterwards.
+struct Fp8Marks {
+  RegionTimer* timer = nullptr;
+  const char* cast = nullptr;  // string literals (RegionTimer::mark)
+  const char* gemm = nullptr;
+};
 
 class Fp8Linear {
  public:
@@ -45,11 +56,11 @@ class Fp8Linear {
   // y (rows, out) bf16 = x (rows, in) bf16 W^T + bias (out) bf16; w16 (out, in) is the
   // bf16 working copy of W (used where the forward GEMM runs in bf16).
   void forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
-               cudaStream_t s);
+               cudaStream_t s, const Fp8Marks& marks = {});
   // dx (rows, in) bf16 = dy W + beta_dx dx (in place); dw (out, in) fp32 = dy^T x + beta_w dw.
   // x (rows, in) bf16 and w16 as in forward (used where a GEMM runs in bf16).
   void backward(int l, const void* x, const void* w16, const void* dy, void* dx, float beta_dx,
-                float* dw, float beta_w, void* ws, cudaStream_t s);
+                float* dw, float beta_w, void* ws, cudaStream_t s, const Fp8Marks& marks = {});
 
   // "qkv: fwd FP8 (algo .., bias fused, fast accumulation); dgrad FP8 (..); wgrad bf16
   // (why)": which GEMMs are FP8.

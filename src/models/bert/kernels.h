@@ -6,8 +6,9 @@
 // Dropout is a pure function of (step counter on the device, site, element index)
 // through a counter-based hash, so the backward pass regenerates the forward's mask
 // instead of storing it, and a CUDA graph replays a new mask every step (the counter
-// lives on the GPU and advance_rng() moves it). keep(i) = u(i) >= p, kept values
-// scaled by 1 / (1 - p) (PyTorch's inverted dropout).
+// lives on the GPU and advance_rng() moves it): dropout_hash.h, one 16-bit uniform per
+// element from one hash per 4 elements, kept where u16 >= round(p * 65536), kept
+// values scaled by 1 / (1 - p) (PyTorch's inverted dropout).
 //
 // Column sums (bias, LayerNorm, position and token-type gradients) are reduced in two
 // fixed-order passes through FP32 partials: deterministic, no atomics. The only

@@ -49,7 +49,7 @@ __device__ __forceinline__ void ln_finish(float (&v)[kLnMaxPerLane], int c, int6
     stats[row * 2] = mean;
     stats[row * 2 + 1] = rstd;
   }
-  const uint64_t key = drop_key(y_drop);
+  const DropMask drop = drop_mask(y_drop);
   const T* beta = gamma + c;
 #pragma unroll
   for (int j = 0; j < kLnMaxPerLane / kN; ++j) {
@@ -57,11 +57,12 @@ __device__ __forceinline__ void ln_finish(float (&v)[kLnMaxPerLane], int c, int6
     const int col = (j * kWarp + lane) * kN;
     const Vec<T> g = load_vec(gamma + col);
     const Vec<T> b = load_vec(beta + col);
+    const uint32_t keep = drop_bits<kN>(drop, uint64_t(row) * c + col);
     Vec<T> out;
 #pragma unroll
     for (int e = 0; e < kN; ++e) {
       const float f = (v[j * kN + e] - mean) * rstd * to_f(g.e[e]) + to_f(b.e[e]);
-      out.e[e] = from_f<T>(apply_drop(f, y_drop, key, uint64_t(row) * c + col + e));
+      out.e[e] = from_f<T>(apply_kept(f, drop, keep, e));
     }
     store_vec(y + row * c + col, out);
   }
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(kLnThreads) ln_forward_kernel(LnForwardArgs a)
   const int nv = a.c / (kWarp * kN);
   const T* x = static_cast<const T*>(a.x) + row * a.c;
   const T* res = a.residual ? static_cast<const T*>(a.residual) + row * a.c : nullptr;
-  const uint64_t key = drop_key(a.x_drop);
+  const DropMask drop = drop_mask(a.x_drop);
   float v[kLnMaxPerLane];
 #pragma unroll
   for (int j = 0; j < kLnMaxPerLane / kN; ++j) {
@@ -102,9 +103,10 @@ __global__ void __launch_bounds__(kLnThreads) ln_forward_kernel(LnForwardArgs a)
     const Vec<T> xv = load_vec(x + col);
     Vec<T> rv;
     if (res) rv = load_vec(res + col);
+    const uint32_t keep = drop_bits<kN>(drop, uint64_t(row) * a.c + col);
 #pragma unroll
     for (int e = 0; e < kN; ++e) {
-      float f = apply_drop(to_f(xv.e[e]), a.x_drop, key, uint64_t(row) * a.c + col + e);
+      float f = apply_kept(to_f(xv.e[e]), drop, keep, e);
       if (res) f += to_f(rv.e[e]);
       v[j * kN + e] = f;
     }
@@ -159,7 +161,7 @@ __global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs 
 #pragma unroll
   for (int i = 0; i < kLnMaxPerLane; ++i)
     pg[i] = pb[i] = 0.0f;
-  const uint64_t ykey = drop_key(a.y_drop), xkey = drop_key(a.x_drop);
+  const DropMask ydrop = drop_mask(a.y_drop), xdrop = drop_mask(a.x_drop);
   const int64_t warps = int64_t(gridDim.x) * kLnWarps;
   for (int64_t row = int64_t(blockIdx.x) * kLnWarps + warp; row < a.rows; row += warps) {
     const T* dy = static_cast<const T*>(a.dy) + row * a.c;
@@ -172,10 +174,11 @@ __global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs 
       if (j >= nv) continue;
       const int col = (j * kWarp + lane) * kN;
       const Vec<T> dv = load_vec(dy + col), zv = load_vec(z + col), gv = load_vec(gamma + col);
+      const uint32_t keep = drop_bits<kN>(ydrop, uint64_t(row) * a.c + col);
 #pragma unroll
       for (int e = 0; e < kN; ++e) {
         const int i = j * kN + e;
-        const float d = apply_drop(to_f(dv.e[e]), a.y_drop, ykey, uint64_t(row) * a.c + col + e);
+        const float d = apply_kept(to_f(dv.e[e]), ydrop, keep, e);
         xh[i] = (to_f(zv.e[e]) - mean) * rstd;
         pg[i] += d * xh[i];
         pb[i] += d;
@@ -189,13 +192,14 @@ __global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs 
     for (int j = 0; j < kV; ++j) {
       if (j >= nv) continue;
       const int col = (j * kWarp + lane) * kN;
+      const uint32_t keep = a.dx ? drop_bits<kN>(xdrop, uint64_t(row) * a.c + col) : 0u;
       Vec<T> dz, dx;
 #pragma unroll
       for (int e = 0; e < kN; ++e) {
         const int i = j * kN + e;
         const float d = rstd * (g[i] - mg - xh[i] * mgx);
         dz.e[e] = from_f<T>(d);
-        dx.e[e] = from_f<T>(apply_drop(d, a.x_drop, xkey, uint64_t(row) * a.c + col + e));
+        dx.e[e] = from_f<T>(apply_kept(d, xdrop, keep, e));
       }
       store_vec(static_cast<T*>(a.dz) + row * a.c + col, dz);
       if (a.dx) store_vec(static_cast<T*>(a.dx) + row * a.c + col, dx);

@@ -29,6 +29,7 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
+#include "model_test_util.h"
 #include "models/bert/bert.h"
 #include "models/bert/kernels.h"
 #include "models/tensor_compare.h"
@@ -331,45 +332,29 @@ std::vector<double> train_losses(int steps, uint64_t seed, bool dropout = true,
   const auto model = make_bert_large(small_config(seed, p), 0);
   dynamic_cast<bert::BertLarge&>(*model).set_dropout(dropout);
   model->generate_input(seed);
-  std::vector<double> losses;
-  for (int i = 0; i < steps; ++i) {
-    model->forward_backward(false);
-    model->optimizer_step(1);
-    losses.push_back(model->loss());
-  }
-  return losses;
-}
-
-std::string join(const std::vector<double>& v) {
-  std::string s;
-  char buf[32];
-  for (double x : v) {
-    std::snprintf(buf, sizeof buf, "%s%.5f", s.empty() ? "" : " ", x);
-    s += buf;
-  }
-  return s;
+  return step_losses(*model, steps);
 }
 
 TEST(BertTraining, LossFallsOnAFixedBatch) {
   GPUVS_REQUIRE_GPU();
   const std::vector<double> losses = train_losses(40, 7);
   std::printf("bert-check bf16 train losses (40 steps, batch 8, seq 128): %s\n",
-              join(losses).c_str());
+              join(losses, 5).c_str());
   for (double l : losses)
-    ASSERT_TRUE(std::isfinite(l)) << join(losses);
+    ASSERT_TRUE(std::isfinite(l)) << join(losses, 5);
   // About ln(30522) + ln(2) = 11.0 at init; memorising 8 sequences' masked words
   // brings it well down.
-  EXPECT_GT(losses[0], 9.0) << join(losses);
+  EXPECT_GT(losses[0], 9.0) << join(losses, 5);
   const double last = (losses[37] + losses[38] + losses[39]) / 3;
-  EXPECT_LT(last, 0.8 * losses[0]) << join(losses);
+  EXPECT_LT(last, 0.8 * losses[0]) << join(losses, 5);
 }
 
 TEST(BertTraining, TwoRunsGiveTheSameLosses) {
   GPUVS_REQUIRE_GPU();
   const std::vector<double> a = train_losses(5, 11);
   const std::vector<double> b = train_losses(5, 11);
-  std::printf("bert-check bf16 determinism run1: %s\n", join(a).c_str());
-  std::printf("bert-check bf16 determinism run2: %s\n", join(b).c_str());
+  std::printf("bert-check bf16 determinism run1: %s\n", join(a, 5).c_str());
+  std::printf("bert-check bf16 determinism run2: %s\n", join(b, 5).c_str());
   ASSERT_EQ(a.size(), b.size());
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -401,8 +386,8 @@ TEST(BertTraining, GraphStepMatchesEagerStep) {
     graph.launch(model->stream());
     graphed.push_back(model->loss());
   }
-  std::printf("bert-check bf16 graph: eager %s, graph %s (%zu nodes)\n", join(eager).c_str(),
-              join(graphed).c_str(), graph.nodes());
+  std::printf("bert-check bf16 graph: eager %s, graph %s (%zu nodes)\n", join(eager, 5).c_str(),
+              join(graphed, 5).c_str(), graph.nodes());
   for (int i = 0; i < kSteps; ++i)
     EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::fabs(eager[i])) << i;
 }
@@ -441,11 +426,11 @@ TEST(BertConfig, Fp8TrainsOrIsRefusedWithAReason) {
     return sum / kTail;
   };
   std::printf("bert-check fp8 train losses (every 20th of %d): %s\n", kSteps,
-              join(every(fp8, 20)).c_str());
+              join(every(fp8, 20), 5).c_str());
   std::printf("bert-check bf16 train losses (every 20th of %d): %s\n", kSteps,
-              join(every(bf16, 20)).c_str());
+              join(every(bf16, 20), 5).c_str());
   for (double l : fp8)
-    ASSERT_TRUE(std::isfinite(l)) << join(fp8);
+    ASSERT_TRUE(std::isfinite(l)) << join(fp8, 5);
   EXPECT_NEAR(fp8[0], bf16[0], 3e-2 * bf16[0]);
   const double drop = bf16[0] - tail_mean(bf16);
   const double gap = tail_mean(fp8) - tail_mean(bf16);
@@ -453,9 +438,9 @@ TEST(BertConfig, Fp8TrainsOrIsRefusedWithAReason) {
       "bert-check fp8 vs bf16 after %d steps: last-%d mean %.5f vs %.5f, gap %.5f = %.1f %% "
       "of bf16's drop %.5f (allowed 10 %%)\n",
       kSteps, kTail, tail_mean(fp8), tail_mean(bf16), gap, 100 * gap / drop, drop);
-  ASSERT_GT(drop, 0) << join(bf16);
+  ASSERT_GT(drop, 0) << join(bf16, 5);
   EXPECT_LE(std::fabs(gap), 0.1 * drop)
-      << "fp8 " << join(every(fp8, 20)) << "\nbf16 " << join(every(bf16, 20));
+      << "fp8 " << join(every(fp8, 20), 5) << "\nbf16 " << join(every(bf16, 20), 5);
 }
 
 // --attention fused where the fused kernels cannot run is a UsageError (exit 2) that

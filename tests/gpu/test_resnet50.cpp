@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "gpu_test_util.h"
+#include "model_test_util.h"
 #include "models/model.h"
 #include "models/tensor_compare.h"
 #include "models/tensor_file.h"
@@ -464,23 +465,7 @@ std::vector<double> train_losses(int steps, uint64_t seed, bool deterministic = 
   c.seed = seed;
   const auto model = make_model(c, 0);
   model->generate_input(seed);
-  std::vector<double> losses;
-  for (int i = 0; i < steps; ++i) {
-    model->forward_backward(false);
-    model->optimizer_step(1);
-    losses.push_back(model->loss());
-  }
-  return losses;
-}
-
-std::string join(const std::vector<double>& v) {
-  std::string s;
-  char buf[32];
-  for (double x : v) {
-    std::snprintf(buf, sizeof buf, "%s%.6f", s.empty() ? "" : " ", x);
-    s += buf;
-  }
-  return s;
+  return step_losses(*model, steps);
 }
 
 double mean_of_last3(const std::vector<double>& v) {

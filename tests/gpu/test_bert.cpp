@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -37,8 +36,6 @@
 
 namespace gpuvs::models {
 namespace {
-
-using Errors = gpuvs::models::TensorErrors;  // models/tensor_compare.h
 
 struct Tolerance {
   double logits_rel_l2;
@@ -102,33 +99,12 @@ const char* const kInputs[] = {"input_ids", "token_type_ids", "attention_mask", 
 
 const TensorFile* reference(std::string* why) {
   static std::string error;
-  static const std::unique_ptr<TensorFile> file = [] {
-    const char* path = std::getenv("GPUVS_BERT_REF");
-    if (path == nullptr || *path == '\0') {
-      error =
-          "GPUVS_BERT_REF is not set (dump one with scripts/models/dump_bert.py on a machine "
-          "with PyTorch and transformers)";
-      return std::unique_ptr<TensorFile>();
-    }
-    if (!std::filesystem::exists(path)) {
-      error = std::string("GPUVS_BERT_REF=") + path + " does not exist";
-      return std::unique_ptr<TensorFile>();
-    }
-    auto f = std::make_unique<TensorFile>(load_tensor_file(path));
-    const auto model = f->metadata.find("model");
-    if (model == f->metadata.end() || model->second != "bert-large")
-      throw Error(std::string(path) + ": not a bert-large reference");
-    return f;
-  }();
+  static const std::unique_ptr<TensorFile> file = load_reference(
+      "GPUVS_BERT_REF", "bert-large",
+      "scripts/models/dump_bert.py on a machine with PyTorch and transformers", &error);
   *why = error;
   return file.get();
 }
-
-#define GPUVS_REQUIRE_REFERENCE(ref)        \
-  GPUVS_REQUIRE_GPU();                      \
-  std::string why_;                         \
-  const TensorFile* ref = reference(&why_); \
-  if (ref == nullptr) GTEST_SKIP() << why_;
 
 // Compute capability of GPU 0 as 10 * major + minor.
 int compute_capability() {
@@ -142,17 +118,6 @@ int compute_capability() {
   if ((p) == Precision::kFp8 && compute_capability() < 89)                  \
     GTEST_SKIP() << "fp8 needs compute capability 8.9 or newer (this GPU: " \
                  << compute_capability() / 10 << "." << compute_capability() % 10 << ")";
-
-Errors compare(const HostTensor& got, const HostTensor& ref, const std::string& what) {
-  const Errors e = gpuvs::models::compare_tensors(got, ref);
-  EXPECT_TRUE(e.same_shape) << what;
-  EXPECT_EQ(got.data.size(), ref.data.size()) << what;
-  return e;
-}
-
-HostTensor minus(HostTensor a, const HostTensor& b) {
-  return gpuvs::models::tensor_difference(std::move(a), b);
-}
 
 // A reference check's model: precision and attention; printed as "bf16" or "bf16-fused".
 struct Variant {

@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -39,10 +38,6 @@ inline void PrintTo(Precision p, std::ostream* os) {
 }
 
 namespace {
-
-// Relative L2 error per tensor, ||got - ref|| / ||ref||, and the largest elementwise
-// error relative to the largest reference magnitude, max|got - ref| / max|ref|.
-using Errors = gpuvs::models::TensorErrors;  // models/tensor_compare.h
 
 // Fixed tolerances per precision (docs/model-checks.md says why each is what it is):
 // used where the reference has no PyTorch result in that precision, and for eval mode.
@@ -106,46 +101,11 @@ const char* const kSgdChecked[] = {
 // The reference, read once; nullptr with `why` when it is not there.
 const TensorFile* reference(std::string* why) {
   static std::string error;
-  static const std::unique_ptr<TensorFile> file = [] {
-    const char* path = std::getenv("GPUVS_MODEL_REF");
-    if (path == nullptr || *path == '\0') {
-      error =
-          "GPUVS_MODEL_REF is not set (dump one with scripts/models/dump_resnet50.py on a "
-          "machine with PyTorch)";
-      return std::unique_ptr<TensorFile>();
-    }
-    if (!std::filesystem::exists(path)) {
-      error = std::string("GPUVS_MODEL_REF=") + path + " does not exist";
-      return std::unique_ptr<TensorFile>();
-    }
-    // A file that exists but is broken is a failure, not a skip: the throw fails the
-    // test that asked first.
-    auto f = std::make_unique<TensorFile>(load_tensor_file(path));
-    const auto model = f->metadata.find("model");
-    if (model == f->metadata.end() || model->second != "resnet50") {
-      throw Error(std::string(path) + ": not a resnet50 reference");
-    }
-    return f;
-  }();
+  static const std::unique_ptr<TensorFile> file =
+      load_reference("GPUVS_MODEL_REF", "resnet50",
+                     "scripts/models/dump_resnet50.py on a machine with PyTorch", &error);
   *why = error;
   return file.get();
-}
-
-#define GPUVS_REQUIRE_REFERENCE(ref)        \
-  GPUVS_REQUIRE_GPU();                      \
-  std::string why_;                         \
-  const TensorFile* ref = reference(&why_); \
-  if (ref == nullptr) GTEST_SKIP() << why_;
-
-Errors compare(const HostTensor& got, const HostTensor& ref, const std::string& what) {
-  const Errors e = gpuvs::models::compare_tensors(got, ref);
-  EXPECT_TRUE(e.same_shape) << what;
-  EXPECT_EQ(got.data.size(), ref.data.size()) << what;
-  return e;
-}
-
-HostTensor minus(HostTensor a, const HostTensor& b) {
-  return gpuvs::models::tensor_difference(std::move(a), b);
 }
 
 void print(Precision p, const char* mode, const std::string& tensor, const Errors& e) {

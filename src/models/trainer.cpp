@@ -142,6 +142,21 @@ Result quantity(const std::string& id, const std::string& name, const Result& he
   return r;
 }
 
+// The headline's samples (items/s) times `per_item`: another rate of the same steps
+// (FLOP/s, tokens/s), with the headline's status.
+Result per_item_rate(const Result& headline, const std::string& id, const std::string& name,
+                     const std::string& unit, double per_item) {
+  Result r = headline;
+  r.id = id;
+  r.name = name;
+  r.unit = unit;
+  for (double& v : r.samples)
+    v *= per_item;
+  r.stats = compute_stats(r.samples);
+  r.value = r.stats.median;
+  return r;
+}
+
 // What an invalid headline makes of the figures taken with the same model.
 void inherit_status(Result& r, const Result& headline) {
   if (headline.status == Status::kOk || r.status != Status::kOk) return;
@@ -299,29 +314,11 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
                                [&] { return validate_output(*model); }));
   const Result headline = out.front();  // a copy: `out` grows below
 
-  {
-    Result r = headline;
-    r.id = base + ".flops";
-    r.name = spec.name + ", model FLOPs";
-    r.unit = "FLOP/s";
-    const double per_item = flops / items;
-    for (double& v : r.samples)
-      v *= per_item;
-    r.stats = compute_stats(r.samples);
-    r.value = r.stats.median;
-    out.push_back(std::move(r));
-  }
-  if (const int64_t tokens = model->tokens_per_item(); tokens > 0) {
-    Result r = headline;
-    r.id = base + ".tokens";
-    r.name = spec.name + ", tokens";
-    r.unit = "tokens/s";
-    for (double& v : r.samples)
-      v *= double(tokens);
-    r.stats = compute_stats(r.samples);
-    r.value = r.stats.median;
-    out.push_back(std::move(r));
-  }
+  out.push_back(per_item_rate(headline, base + ".flops", spec.name + ", model FLOPs", "FLOP/s",
+                              flops / items));
+  if (const int64_t tokens = model->tokens_per_item(); tokens > 0)
+    out.push_back(per_item_rate(headline, base + ".tokens", spec.name + ", tokens", "tokens/s",
+                                double(tokens)));
 
   progress("single steps and energy");
   const double step_s = headline.value > 0 ? items / headline.value : 0;

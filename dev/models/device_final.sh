@@ -5,10 +5,12 @@
 # PyTorch references and the correctness tests of both models. Each step runs under
 # its own timeout so a slow one cannot eat the others. Everything is packed into
 # $OUT/final.tgz after every section (a call cut short still brings back what ran).
-# SECTIONS picks what runs (default: all): targets profiles bert-tests resnet-tests,
-# and rn-bf16 (ResNet-50 bf16 train, infer, profile and --batch max only).
+# SECTIONS picks what runs (default: all): targets profiles quick bert-tests
+# resnet-tests model-run, rn-bf16 (ResNet-50 bf16 train, infer, profile and --batch max only),
+# bert-perf (BERT-large's four target runs and the bf16 and fp8 profiles at seq 128)
+# and bert-max (BERT-large bf16 seq 128 train at --batch max).
 set -u
-SECTIONS=${SECTIONS:-targets profiles bert-tests resnet-tests}
+SECTIONS=${SECTIONS:-targets profiles quick bert-tests resnet-tests model-run}
 has() { [[ " $SECTIONS " == *" $1 "* ]]; }
 export NCCL_NVLS_ENABLE=0
 FINAL=${OUT:-/tmp/out}
@@ -30,7 +32,7 @@ model() {
   local name=$1; shift
   log "$name: gpuvs model $*"
   local t0=$SECONDS
-  timeout 150 $G --out "$OUT/$name" model "$@" --gpu 0 > "$OUT/$name.txt" 2>&1
+  timeout ${MODEL_TIMEOUT:-150} $G --out "$OUT/$name" model "$@" --gpu 0 > "$OUT/$name.txt" 2>&1
   echo "$name: exit $?, wall $((SECONDS - t0)) s" | tee -a "$OUT/steps.log"
   grep -E "img/s|seq/s|step time|error" "$OUT/$name.txt" | head -3 | tee -a "$OUT/steps.log"
 }
@@ -43,6 +45,16 @@ if has rn-bf16; then
   model rn-bf16-batch-max resnet50 --mode train --precision bf16 --batch max
   grep -iE "max batch|search|recommended" "$OUT/rn-bf16-batch-max.txt" | head -5 | tee -a "$OUT/steps.log"
   pack
+fi
+if has bert-perf; then
+log "bert-large targets and profiles"
+model bert-128-train bert-large --mode train --precision bf16 --seq 128 --batch 64
+model bert-128-train-fp8 bert-large --mode train --precision fp8 --seq 128 --batch 64
+model bert-128-infer bert-large --mode infer --precision bf16 --seq 128 --batch 64
+model bert-512-train bert-large --mode train --precision bf16 --seq 512 --batch 16
+model bert-128-profile bert-large --mode train --precision bf16 --seq 128 --batch 64 --profile --steps 10
+model bert-128-fp8-profile bert-large --mode train --precision fp8 --seq 128 --batch 64 --profile --steps 10
+pack
 fi
 if has targets; then
 log "targets"
@@ -64,6 +76,10 @@ model bert-128-profile bert-large --mode train --precision bf16 --seq 128 --batc
 model bert-128-fp8-profile bert-large --mode train --precision fp8 --seq 128 --batch 64 --profile --steps 10
 model bert-512-profile bert-large --mode train --precision bf16 --seq 512 --batch 16 --profile --steps 10
 model bert-512-train-fused bert-large --mode train --precision bf16 --seq 512 --batch 16 --attention fused
+pack
+fi
+
+if has quick; then
 log "quick pass (gpuvs run's models; issue 7 and 8 ask <= 30 s for each model's two)"
 t0=$SECONDS
 timeout 120 $G --out "$OUT/quick" bench model --quick --gpu 0 > "$OUT/quick.txt" 2>&1
@@ -90,8 +106,20 @@ GPUVS_MODEL_REF=/tmp/resnet50.safetensors timeout 120 $B/tests/test_resnet50 \
   > "$OUT/test_resnet50.txt" 2>&1
 echo "test_resnet50 exit $?" | tee -a "$OUT/steps.log"
 grep -E "FAILED \]|PASSED" "$OUT/test_resnet50.txt" | tee -a "$OUT/steps.log"
-timeout 240 $B/tests/test_model_run > "$OUT/test_model_run.txt" 2>&1
+pack
+fi
+
+if has model-run; then
+log "runner tests (batch search, out of memory, graph, accumulation, run file)"
+timeout 330 $B/tests/test_model_run > "$OUT/test_model_run.txt" 2>&1
 echo "test_model_run exit $?" | tee -a "$OUT/steps.log"
 grep -E "FAILED \]|PASSED|batch search" "$OUT/test_model_run.txt" | tee -a "$OUT/steps.log"
+pack
+fi
+
+if has bert-max; then
+MODEL_TIMEOUT=240 model bert-128-batch-max bert-large --mode train --precision bf16 --seq 128 --batch max
+grep -iE "max batch|search|recommended" "$OUT/bert-128-batch-max.txt" | head -5 | tee -a "$OUT/steps.log"
+pack
 fi
 log done

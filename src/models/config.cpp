@@ -68,4 +68,11 @@ std::optional<Attention> attention_from_string(std::string_view s) {
   return value_of(kAttentions, s);
 }
 
+std::optional<std::string> fp8_refusal(int major, int minor) {
+  if (major * 10 + minor >= 89) return std::nullopt;
+  return "fp8 needs FP8 tensor cores (compute capability 8.9 or newer: Ada, Hopper, "
+         "Blackwell); this GPU is " +
+         std::to_string(major) + "." + std::to_string(minor);
+}
+
 }  // namespace gpuvs::models

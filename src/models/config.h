@@ -28,6 +28,11 @@ std::optional<Precision> precision_from_string(std::string_view s);
 std::string_view to_string(Attention a);
 std::optional<Attention> attention_from_string(std::string_view s);
 
+// Why precision fp8 cannot run on a GPU of compute capability major.minor (FP8 tensor
+// cores came with 8.9: Ada, Hopper, Blackwell), or nullopt where it can. BERT-large
+// throws it as a UsageError (exit 2).
+std::optional<std::string> fp8_refusal(int major, int minor);
+
 struct ModelConfig {
   std::string model = "resnet50";  // "resnet50" | "bert-large"
   Mode mode = Mode::kTrain;

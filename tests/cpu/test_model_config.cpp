@@ -44,6 +44,22 @@ TEST(ModelConfig, AttentionKindsRoundTrip) {
   EXPECT_EQ(to_string(Attention::kFused), "fused");
 }
 
+// fp8 is refused below compute capability 8.9 with a reason that names the GPU's
+// capability (what `gpuvs model bert-large --precision fp8` prints, exit 2, on an
+// Ampere GPU; the H200s run the accepting side).
+TEST(ModelConfig, Fp8NeedsComputeCapability89) {
+  for (const auto& [major, minor] : {std::pair{7, 0}, {7, 5}, {8, 0}, {8, 6}, {8, 7}}) {
+    const auto why = fp8_refusal(major, minor);
+    ASSERT_TRUE(why.has_value()) << major << "." << minor;
+    EXPECT_NE(why->find("fp8"), std::string::npos) << *why;
+    EXPECT_NE(why->find("8.9"), std::string::npos) << *why;
+    EXPECT_NE(why->find(std::to_string(major) + "." + std::to_string(minor)), std::string::npos)
+        << *why;
+  }
+  for (const auto& [major, minor] : {std::pair{8, 9}, {9, 0}, {10, 0}, {12, 0}})
+    EXPECT_FALSE(fp8_refusal(major, minor).has_value()) << major << "." << minor;
+}
+
 TEST(ModelConfig, Defaults) {
   const ModelConfig c;
   EXPECT_EQ(c.model, "resnet50");

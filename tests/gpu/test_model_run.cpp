@@ -2,7 +2,8 @@
 // finds a fit and survives out-of-memory, a batch far too large is a clear error
 // (exit 1, run file kept), CUDA graph on and off give the same loss, accumulation
 // sums the micro-steps' gradients, and `gpuvs model` writes its results.
-// Skipped without a GPU. Uses ResNet-50 through make_model.
+// Skipped without a GPU. Uses ResNet-50 through make_model; the batch search and the
+// out-of-memory paths also run on BERT-large (they share the runner).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,7 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 8192 images of ResNet-50 training need ~0.6 TB: more than any GPU has.
+// 8192 images of ResNet-50 training need ~0.6 TB, 8192 sequences of BERT-large at
+// 128 tokens ~1.2 TB: more than any GPU has.
 constexpr int kFarTooLarge = 8192;
 
 ModelConfig resnet(Mode mode, Precision precision, int batch) {
@@ -35,6 +37,13 @@ ModelConfig resnet(Mode mode, Precision precision, int batch) {
   c.precision = precision;
   c.batch = batch;
   c.seed = 7;
+  return c;
+}
+
+ModelConfig bert(Mode mode, Precision precision, int batch) {
+  ModelConfig c = resnet(mode, precision, batch);
+  c.model = "bert-large";
+  c.seq = 128;
   return c;
 }
 
@@ -82,33 +91,35 @@ TEST(ModelRun, BenchLeavesModelsOutUnlessNamed) {
 
 TEST(ModelRun, OutOfMemoryIsCaughtAndTheGpuRecovers) {
   GPUVS_REQUIRE_GPU();
-  const FitProbe huge = try_fit(resnet(Mode::kTrain, Precision::kBf16, kFarTooLarge), 0);
-  EXPECT_FALSE(huge.fits);
-  EXPECT_FALSE(huge.detail.empty());
-  EXPECT_THROW(build_model(resnet(Mode::kTrain, Precision::kBf16, kFarTooLarge), 0),
-               OutOfMemoryError);
-  // Everything the failed candidates took is back: a small model builds and steps.
-  const FitProbe small = try_fit(resnet(Mode::kTrain, Precision::kBf16, 32), 0);
-  EXPECT_TRUE(small.fits) << small.detail;
-  ASSERT_TRUE(small.used_bytes.has_value());
-  EXPECT_GT(*small.used_bytes, 1e8);  // weights, gradients, momentum, activations
+  for (const auto make : {resnet, bert}) {
+    const ModelConfig huge_config = make(Mode::kTrain, Precision::kBf16, kFarTooLarge);
+    const FitProbe huge = try_fit(huge_config, 0);
+    EXPECT_FALSE(huge.fits) << huge_config.model;
+    EXPECT_FALSE(huge.detail.empty()) << huge_config.model;
+    EXPECT_THROW(build_model(huge_config, 0), OutOfMemoryError) << huge_config.model;
+    // Everything the failed candidates took is back: a small model builds and steps.
+    const FitProbe small = try_fit(make(Mode::kTrain, Precision::kBf16, 32), 0);
+    EXPECT_TRUE(small.fits) << huge_config.model << ": " << small.detail;
+    ASSERT_TRUE(small.used_bytes.has_value());
+    EXPECT_GT(*small.used_bytes, 1e8);  // weights, gradients, momentum, activations
+  }
 }
 
-TEST(ModelRun, BatchMaxFindsAFitAndRecoversFromOutOfMemory) {
-  GPUVS_REQUIRE_GPU();
+// The search on one configuration: it went past the memory, found the largest fit
+// within 8 of the first failure, and its recommended batch fits with autotuning.
+// Returns the largest fit.
+int check_batch_search(const ModelConfig& config) {
   const double t0 = steady_wall_clock().now_s();
   std::vector<std::string> seen;
   const BatchSearchResult r =
-      find_max_batch(resnet(Mode::kTrain, Precision::kBf16, 256), 0, 0.10,
-                     [&](const std::string& line) { seen.push_back(line); });
+      find_max_batch(config, 0, 0.10, [&](const std::string& line) { seen.push_back(line); });
   const double seconds = steady_wall_clock().now_s() - t0;
   std::string tried;
   for (const BatchProbe& p : r.probes)
     tried += std::to_string(p.batch) + (p.probe.fits ? " fits, " : " out of memory, ");
-  RecordProperty("search_seconds", std::to_string(seconds));
-  std::printf("batch search: %s max %d, recommended %d, %.1f s\n", tried.c_str(), r.max_batch,
-              r.recommended_batch, seconds);
-  EXPECT_GE(r.max_batch, 256) << "an 80 GB+ GPU fits ResNet-50 bf16 training at 256";
+  ::testing::Test::RecordProperty(config.model + "_search_seconds", std::to_string(seconds));
+  std::printf("batch search %s: %s max %d, recommended %d, %.1f s\n", config.model.c_str(),
+              tried.c_str(), r.max_batch, r.recommended_batch, seconds);
   EXPECT_TRUE(std::any_of(r.probes.begin(), r.probes.end(),
                           [](const BatchProbe& p) { return !p.probe.fits; }))
       << "the search went past the memory: " << tried;
@@ -117,9 +128,23 @@ TEST(ModelRun, BatchMaxFindsAFitAndRecoversFromOutOfMemory) {
   EXPECT_GT(r.recommended_batch, 0);
   EXPECT_LE(r.recommended_batch, r.max_batch);
   EXPECT_EQ(seen.size(), r.probes.size());
-  // The recommended batch fits, with autotuning (the workspace may differ).
-  const FitProbe rec = try_fit(resnet(Mode::kTrain, Precision::kBf16, r.recommended_batch), 0);
+  ModelConfig rec_config = config;
+  rec_config.batch = r.recommended_batch;
+  const FitProbe rec = try_fit(rec_config, 0);
   EXPECT_TRUE(rec.fits) << rec.detail;
+  return r.max_batch;
+}
+
+TEST(ModelRun, BatchMaxFindsAFitAndRecoversFromOutOfMemory) {
+  GPUVS_REQUIRE_GPU();
+  EXPECT_GE(check_batch_search(resnet(Mode::kTrain, Precision::kBf16, 256)), 256)
+      << "an 80 GB+ GPU fits ResNet-50 bf16 training at 256";
+}
+
+TEST(ModelRun, BertBatchMaxFindsAFitAndRecoversFromOutOfMemory) {
+  GPUVS_REQUIRE_GPU();
+  EXPECT_GE(check_batch_search(bert(Mode::kTrain, Precision::kBf16, 64)), 64)
+      << "an 80 GB+ GPU fits BERT-large bf16 training at 64 sequences of 128";
 }
 
 // Runs `steps` steps and returns the loss after each.
@@ -222,11 +247,13 @@ TEST(ModelRun, AccumulatedGradientsAreTheSumOfTheMicroSteps) {
   }
 }
 
-TEST(ModelRun, FarTooLargeBatchIsAClearErrorExit1) {
-  GPUVS_REQUIRE_GPU();
-  const fs::path dir = temp_dir("oom");
-  const auto o = gpuvs_test::run_gpuvs("--out " + dir.string() + " model resnet50 --batch " +
-                                       std::to_string(kFarTooLarge) + " --steps 3 --gpu 0");
+// `gpuvs model MODEL_ARGS --batch kFarTooLarge` exits 1, says the batch does not fit
+// and names the memory, and keeps the run file with the error in it.
+void check_far_too_large(const std::string& model_args, const std::string& name) {
+  const fs::path dir = temp_dir("oom_" + name);
+  const auto o =
+      gpuvs_test::run_gpuvs("--out " + dir.string() + " model " + model_args + " --batch " +
+                            std::to_string(kFarTooLarge) + " --steps 3 --gpu 0");
   EXPECT_EQ(o.code, 1) << o.out << o.err;
   const std::string says = "batch " + std::to_string(kFarTooLarge) + " does not fit on GPU 0";
   EXPECT_NE(o.out.find(says), std::string::npos) << o.out;
@@ -235,6 +262,12 @@ TEST(ModelRun, FarTooLargeBatchIsAClearErrorExit1) {
   ASSERT_EQ(run.errors.size(), 1u);
   EXPECT_NE(run.errors[0].message.find(says), std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST(ModelRun, FarTooLargeBatchIsAClearErrorExit1) {
+  GPUVS_REQUIRE_GPU();
+  check_far_too_large("resnet50", "resnet50");
+  check_far_too_large("bert-large --seq 128", "bert");
 }
 
 TEST(ModelRun, Fp8OnResNetIsAUsageError) {

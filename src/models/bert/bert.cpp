@@ -54,11 +54,7 @@ const ModelConfig& checked(const ModelConfig& c, int device) {
     int major = 0, minor = 0;
     GPUVS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     GPUVS_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    if (major * 10 + minor < 89)
-      throw UsageError(
-          fmt::format("fp8 needs FP8 tensor cores (compute capability 8.9 or newer: Ada, Hopper, "
-                      "Blackwell); this GPU is {}.{}",
-                      major, minor));
+    if (const auto why = fp8_refusal(major, minor)) throw UsageError(*why);
   }
   return c;
 }

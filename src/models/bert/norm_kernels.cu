@@ -16,7 +16,8 @@ constexpr int kLnThreads = kLnWarps * kWarp;
 constexpr int kLnMaxPerLane = 32;  // C <= 1024
 constexpr int kLnBwdMaxBlocks = 256;
 constexpr int kColThreads = 256;
-constexpr int kColChunk = 64;  // rows per partial
+constexpr int kColVecThreads = 128;
+constexpr int kColChunk = 32;  // rows per partial
 
 // Normalises v (the lane's elements of one row; vector j of the lane is columns
 // (j * 32 + lane) * kN ...) and writes y = dropout(LN(v) * gamma + beta).
@@ -148,9 +149,29 @@ int ln_bwd_blocks(int64_t rows) {
 
 // Each warp takes rows warp, warp + W, ... (W warps in the grid); per-lane column
 // partials of dgamma and dbeta are summed over the block's warps in shared memory in
-// warp order, then written as the block's partial (2, C).
+// warp order, then written as the block's partial (2, C). The row is read twice (the
+// second time mostly from L1) instead of kept in registers: with only the dgamma and
+// dbeta partials held, two blocks fit on an SM without spills.
+// For the columns col ... col + kN - 1 of a row: d = dropout'(dy), xh = the normalised
+// input, g = d * gamma.
 template <class T>
-__global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs a) {
+__device__ __forceinline__ void ln_bwd_load(const T* dy, const T* z, const T* gamma, int64_t row,
+                                            int c, int col, float mean, float rstd,
+                                            const DropMask& ydrop, float (&d)[Vec<T>::kN],
+                                            float (&xh)[Vec<T>::kN], float (&g)[Vec<T>::kN]) {
+  constexpr int kN = Vec<T>::kN;
+  const Vec<T> dv = load_vec(dy + col), zv = load_vec(z + col), gv = load_vec(gamma + col);
+  const uint32_t keep = drop_bits<kN>(ydrop, uint64_t(row) * c + col);
+#pragma unroll
+  for (int e = 0; e < kN; ++e) {
+    d[e] = apply_kept(to_f(dv.e[e]), ydrop, keep, e);
+    xh[e] = (to_f(zv.e[e]) - mean) * rstd;
+    g[e] = d[e] * to_f(gv.e[e]);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kLnThreads, 2) ln_backward_kernel(LnBackwardArgs a) {
   constexpr int kN = Vec<T>::kN;
   constexpr int kV = kLnMaxPerLane / kN;
   __shared__ float shared[kLnWarps][1024];
@@ -167,24 +188,18 @@ __global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs 
     const T* dy = static_cast<const T*>(a.dy) + row * a.c;
     const T* z = static_cast<const T*>(a.z) + row * a.c;
     const float mean = a.stats[row * 2], rstd = a.stats[row * 2 + 1];
-    float g[kLnMaxPerLane], xh[kLnMaxPerLane];
     float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma unroll
     for (int j = 0; j < kV; ++j) {
       if (j >= nv) continue;
-      const int col = (j * kWarp + lane) * kN;
-      const Vec<T> dv = load_vec(dy + col), zv = load_vec(z + col), gv = load_vec(gamma + col);
-      const uint32_t keep = drop_bits<kN>(ydrop, uint64_t(row) * a.c + col);
+      float d[kN], xh[kN], g[kN];
+      ln_bwd_load<T>(dy, z, gamma, row, a.c, (j * kWarp + lane) * kN, mean, rstd, ydrop, d, xh, g);
 #pragma unroll
       for (int e = 0; e < kN; ++e) {
-        const int i = j * kN + e;
-        const float d = apply_kept(to_f(dv.e[e]), ydrop, keep, e);
-        xh[i] = (to_f(zv.e[e]) - mean) * rstd;
-        pg[i] += d * xh[i];
-        pb[i] += d;
-        g[i] = d * to_f(gv.e[e]);
-        sum_g += g[i];
-        sum_gx += g[i] * xh[i];
+        pg[j * kN + e] += d[e] * xh[e];
+        pb[j * kN + e] += d[e];
+        sum_g += g[e];
+        sum_gx += g[e] * xh[e];
       }
     }
     const float mg = warp_sum(sum_g) / a.c, mgx = warp_sum(sum_gx) / a.c;
@@ -192,20 +207,22 @@ __global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs 
     for (int j = 0; j < kV; ++j) {
       if (j >= nv) continue;
       const int col = (j * kWarp + lane) * kN;
+      float d[kN], xh[kN], g[kN];
+      ln_bwd_load<T>(dy, z, gamma, row, a.c, col, mean, rstd, ydrop, d, xh, g);
       const uint32_t keep = a.dx ? drop_bits<kN>(xdrop, uint64_t(row) * a.c + col) : 0u;
       Vec<T> dz, dx;
 #pragma unroll
       for (int e = 0; e < kN; ++e) {
-        const int i = j * kN + e;
-        const float d = rstd * (g[i] - mg - xh[i] * mgx);
-        dz.e[e] = from_f<T>(d);
-        dx.e[e] = from_f<T>(apply_kept(d, xdrop, keep, e));
+        const float v = rstd * (g[e] - mg - xh[e] * mgx);
+        dz.e[e] = from_f<T>(v);
+        dx.e[e] = from_f<T>(apply_kept(v, xdrop, keep, e));
       }
       store_vec(static_cast<T*>(a.dz) + row * a.c + col, dz);
       if (a.dx) store_vec(static_cast<T*>(a.dx) + row * a.c + col, dx);
     }
   }
   float* out = a.partials + int64_t(blockIdx.x) * 2 * a.c;
+#pragma unroll
   for (int pass = 0; pass < 2; ++pass) {
     const float* src = pass == 0 ? pg : pb;
 #pragma unroll
@@ -228,21 +245,34 @@ __global__ void __launch_bounds__(kLnThreads) ln_backward_kernel(LnBackwardArgs 
   }
 }
 
-// out[j] (+)= sum over p of partials[p * width + j], p in order.
-__global__ void reduce_partials_kernel(const float* __restrict__ partials, int64_t count,
-                                       int64_t width, float* __restrict__ out, bool accumulate) {
-  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= width) return;
+// out[j] (+)= the sum over p of partials[p * width + j]. Block (32, kReduceLanes): x a
+// column, y a lane of partials (p = y, y + kReduceLanes, ...); the lanes' sums are
+// added in lane order, so the result is the same on every run.
+constexpr int kReduceLanes = 16;
+__global__ void __launch_bounds__(kWarp* kReduceLanes)
+    reduce_partials_kernel(const float* __restrict__ partials, int64_t count, int64_t width,
+                           float* __restrict__ out, bool accumulate) {
+  __shared__ float lanes[kReduceLanes][kWarp + 1];
+  const int64_t j = int64_t(blockIdx.x) * kWarp + threadIdx.x;
   float s = 0.0f;
-  for (int64_t p = 0; p < count; ++p)
-    s += partials[p * width + j];
+  if (j < width)
+    for (int64_t p = threadIdx.y; p < count; p += kReduceLanes)
+      s += partials[p * width + j];
+  lanes[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= width) return;
+  s = 0.0f;
+#pragma unroll
+  for (int y = 0; y < kReduceLanes; ++y)
+    s += lanes[y][threadIdx.x];
   out[j] = accumulate ? out[j] + s : s;
 }
 
 void reduce_partials(const float* partials, int64_t count, int64_t width, float* out,
                      bool accumulate, cudaStream_t s) {
-  reduce_partials_kernel<<<static_cast<unsigned>((width + kColThreads - 1) / kColThreads),
-                           kColThreads, 0, s>>>(partials, count, width, out, accumulate);
+  reduce_partials_kernel<<<static_cast<unsigned>((width + kWarp - 1) / kWarp),
+                           dim3(kWarp, kReduceLanes), 0, s>>>(partials, count, width, out,
+                                                              accumulate);
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
@@ -266,6 +296,30 @@ __global__ void colsum_kernel(ColSumArgs a) {
   float* p = a.partials + int64_t(blockIdx.y) * a.groups * a.cols;
   p[j] = s0;
   if (a.groups == 2) p[a.cols + j] = s1;
+}
+
+// One group, 16-byte rows (cols and ld multiples of Vec<T>::kN, x 16-byte aligned):
+// each thread sums kN adjacent columns over kColChunk rows with one 16-byte load per
+// row (the bias gradients of the dense layers; colsum_kernel loads 2 bytes at a time).
+template <class T>
+__global__ void __launch_bounds__(kColVecThreads) colsum_vec_kernel(ColSumArgs a) {
+  constexpr int kN = Vec<T>::kN;
+  const int64_t j = (int64_t(blockIdx.x) * kColVecThreads + threadIdx.x) * kN;
+  if (j >= a.cols) return;
+  const int64_t r0 = int64_t(blockIdx.y) * kColChunk;
+  const int64_t r1 = r0 + kColChunk < a.rows ? r0 + kColChunk : a.rows;
+  const T* x = static_cast<const T*>(a.x) + j;
+  float s[kN] = {};
+  for (int64_t r = r0; r < r1; ++r) {
+    const Vec<T> v = load_vec(x + r * a.ld);
+#pragma unroll
+    for (int e = 0; e < kN; ++e)
+      s[e] += to_f(v.e[e]);
+  }
+  float* p = a.partials + int64_t(blockIdx.y) * a.cols + j;
+#pragma unroll
+  for (int e = 0; e < kN; ++e)
+    p[e] = s[e];
 }
 
 template <class T>
@@ -321,9 +375,19 @@ void column_sum(const ColSumArgs& args, cudaStream_t s) {
   if (a.ld == 0) a.ld = a.cols;
   if (a.groups < 1 || a.groups > 2) throw Error("column_sum: 1 or 2 groups");
   const int64_t chunks = (a.rows + kColChunk - 1) / kColChunk;
-  const dim3 grid(static_cast<unsigned>((a.cols + kColThreads - 1) / kColThreads),
-                  static_cast<unsigned>(chunks));
-  GPUVS_DISPATCH_DTYPE(a.dtype, { colsum_kernel<T><<<grid, kColThreads, 0, s>>>(a); });
+  const int vec = a.dtype == DType::kF32 ? 4 : 8;  // Vec<T>::kN
+  const bool vectorised = a.groups == 1 && !a.group && a.cols % vec == 0 && a.ld % vec == 0 &&
+                          reinterpret_cast<uintptr_t>(a.x) % 16 == 0;
+  if (vectorised) {
+    const int64_t per_block = int64_t(kColVecThreads) * vec;
+    const dim3 grid(static_cast<unsigned>((a.cols + per_block - 1) / per_block),
+                    static_cast<unsigned>(chunks));
+    GPUVS_DISPATCH_DTYPE(a.dtype, { colsum_vec_kernel<T><<<grid, kColVecThreads, 0, s>>>(a); });
+  } else {
+    const dim3 grid(static_cast<unsigned>((a.cols + kColThreads - 1) / kColThreads),
+                    static_cast<unsigned>(chunks));
+    GPUVS_DISPATCH_DTYPE(a.dtype, { colsum_kernel<T><<<grid, kColThreads, 0, s>>>(a); });
+  }
   GPUVS_CUDA_CHECK_LAUNCH();
   reduce_partials(a.partials, chunks, a.groups * a.cols, a.out, a.accumulate, s);
 }

@@ -1,6 +1,7 @@
 // BERT's own kernels against host computations (no model, no reference file): the
-// attention softmax forward and backward with dropout, and the FP8 cast with its
-// transpose and amax. Skipped without a GPU.
+// attention softmax forward and backward with dropout, the FP8 cast with its
+// transpose and amax, and the casts fused with the GELU against the unfused kernels.
+// Skipped without a GPU.
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
@@ -237,6 +238,99 @@ TEST(BertKernels, Fp8CastMatchesTheHost) {
     EXPECT_EQ(bad, 0) << what;
     EXPECT_EQ(bad_t, 0) << what;
     EXPECT_EQ(m.amax, amax) << what;
+  }
+}
+
+// The fp8 model fuses the GELU into ffn2's input cast and the GELU's gradient into
+// ffn1's gradient cast (fp8.h, Fp8CastOp). Fused and unfused must agree bit for bit:
+// the 16-bit value (gelu_forward's / gelu_backward's output), every FP8 byte of the
+// cast and its transpose, and the amax. In place as the model runs the backward
+// (value_out == src); 96 rows leave a partial row tile.
+TEST(BertKernels, FusedGeluCastsMatchTheUnfusedKernels) {
+  GPUVS_REQUIRE_GPU();
+  constexpr int64_t kRows = 96, kCols = 256, kN = kRows * kCols;
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  std::vector<float> hv(kN), dv(kN);
+  for (float& x : hv)
+    x = normal(gen);
+  for (float& x : dv)
+    x = 1e-3f * normal(gen);
+  DeviceBuffer f32(size_t(kN) * 4), h(size_t(kN) * 2), d(size_t(kN) * 2), ref16(size_t(kN) * 2),
+      fused16(size_t(kN) * 2);
+  const auto to_bf16 = [&](const std::vector<float>& v, DeviceBuffer& dst) {
+    GPUVS_CUDA_CHECK(cudaMemcpy(f32.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    bert::cast_from_float(f32.as<float>(), dst.get(), kN, DType::kBF16, nullptr);
+  };
+  to_bf16(hv, h);
+  for (const bool grad : {false, true}) {
+    const char* what = grad ? "gelu grad -> e5m2" : "gelu -> e4m3";
+    // Unfused: the GELU kernel, then the plain cast.
+    if (grad) {
+      to_bf16(dv, d);
+      bert::gelu_backward(d.get(), h.get(), ref16.get(), kN, DType::kBF16, nullptr);
+    } else {
+      bert::gelu_forward(h.get(), ref16.get(), kN, DType::kBF16, nullptr);
+    }
+    DeviceBuffer out[2] = {DeviceBuffer(kN), DeviceBuffer(kN)};
+    DeviceBuffer out_t[2] = {DeviceBuffer(kN), DeviceBuffer(kN)};
+    DeviceBuffer meta[2] = {DeviceBuffer(sizeof(bert::Fp8Meta)),
+                            DeviceBuffer(sizeof(bert::Fp8Meta))};
+    bert::Fp8Meta m = bert::fp8_meta_init(grad, true);
+    m.scale = grad ? 4096.0f : 2.0f;
+    for (int i = 0; i < 2; ++i) {
+      GPUVS_CUDA_CHECK(cudaMemcpy(meta[i].get(), &m, sizeof m, cudaMemcpyHostToDevice));
+      bert::Fp8CastArgs a;
+      a.rows = kRows;
+      a.cols = kCols;
+      a.e5m2 = grad;
+      a.out = out[i].as<uint8_t>();
+      a.out_t = out_t[i].as<uint8_t>();
+      a.meta = meta[i].as<bert::Fp8Meta>();
+      if (i == 0) {
+        a.src = ref16.get();
+      } else if (grad) {
+        to_bf16(dv, fused16);  // in place: the gradient becomes dh
+        a.src = fused16.get();
+        a.op = bert::Fp8CastOp::kGeluGrad;
+        a.aux = h.get();
+        a.value_out = fused16.get();
+      } else {
+        a.src = h.get();
+        a.op = bert::Fp8CastOp::kGelu;
+        a.value_out = fused16.get();
+      }
+      bert::fp8_cast(a, nullptr);
+    }
+    const auto host = [](const DeviceBuffer& b) {
+      std::vector<uint8_t> v(b.bytes());
+      GPUVS_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), v.size(), cudaMemcpyDeviceToHost));
+      return v;
+    };
+    const auto r16 = host(ref16), f16 = host(fused16);
+    const auto q0 = host(out[0]), q1 = host(out[1]), t0 = host(out_t[0]), t1 = host(out_t[1]);
+    int64_t bad16 = 0, bad = 0, bad_t = 0, nonzero = 0;
+    for (size_t i = 0; i < r16.size(); i += 2)
+      bad16 += r16[i] != f16[i] || r16[i + 1] != f16[i + 1];
+    for (size_t i = 0; i < q0.size(); ++i) {
+      bad += q0[i] != q1[i];
+      bad_t += t0[i] != t1[i];
+      nonzero += (q0[i] & 0x7F) != 0;
+    }
+    bert::Fp8Meta m0{}, m1{};
+    GPUVS_CUDA_CHECK(cudaMemcpy(&m0, meta[0].get(), sizeof m0, cudaMemcpyDeviceToHost));
+    GPUVS_CUDA_CHECK(cudaMemcpy(&m1, meta[1].get(), sizeof m1, cudaMemcpyDeviceToHost));
+    std::printf(
+        "bert-check fused %s: %lld / %lld 16-bit values differ, %lld FP8 bytes, %lld "
+        "transposed (%lld nonzero); amax %g (unfused %g)\n",
+        what, (long long)bad16, (long long)kN, (long long)bad, (long long)bad_t, (long long)nonzero,
+        m1.amax, m0.amax);
+    EXPECT_EQ(bad16, 0) << what;
+    EXPECT_EQ(bad, 0) << what;
+    EXPECT_EQ(bad_t, 0) << what;
+    EXPECT_GT(nonzero, kN / 2) << what << ": the scale keeps most values representable";
+    EXPECT_GT(m0.amax, 0.f) << what;
+    EXPECT_EQ(m1.amax, m0.amax) << what;
   }
 }
 

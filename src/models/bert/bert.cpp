@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -64,6 +65,12 @@ std::vector<float> download(const void* src, size_t count, cudaStream_t s) {
   GPUVS_CUDA_CHECK(cudaMemcpyAsync(v.data(), src, count * 4, cudaMemcpyDeviceToHost, s));
   GPUVS_CUDA_CHECK(cudaStreamSynchronize(s));
   return v;
+}
+
+// The FP8 weights' offsets in the flat arrays, in fp8_lin_'s order: qkv, attention
+// output, ffn1, ffn2.
+std::array<int64_t, 4> fp8_weight_offsets(const Offsets& o, int l) {
+  return {o.layers[l].qkv_w, o.layers[l].ao_w, o.layers[l].ff1_w, o.layers[l].ff2_w};
 }
 
 }  // namespace
@@ -188,6 +195,16 @@ void BertLarge::allocate() {
   const int64_t total = layout_.total();
 
   master_ = DeviceBuffer(size_t(total) * 4);
+  if (fp8_) {
+    std::vector<Fp8ScaleJob> jobs;
+    for (int l = 0; l < kLayers; ++l) {
+      const auto offs = fp8_weight_offsets(layout_.offsets(), l);
+      for (int w = 0; w < 4; ++w)
+        if (const auto job = fp8_lin_[w]->weight_scale_job(l, master(offs[w])))
+          jobs.push_back(*job);
+    }
+    fp8_weight_scales_ = Fp8ScaleBatch(jobs);
+  }
   if (dtype_ != DType::kF32) model_copy_ = DeviceBuffer(size_t(total) * e);
   scaler_ = DeviceBuffer(sizeof(LossScaleState));
   rng_ = DeviceBuffer(sizeof(uint64_t));
@@ -305,9 +322,9 @@ void BertLarge::upload_initial_state() {
 }
 
 void BertLarge::cast_fp8_weights() {
-  const auto& layers = layout_.offsets().layers;
+  fp8_weight_scales_.run(stream_.get());
   for (int l = 0; l < kLayers; ++l) {
-    const int64_t offs[4] = {layers[l].qkv_w, layers[l].ao_w, layers[l].ff1_w, layers[l].ff2_w};
+    const auto offs = fp8_weight_offsets(layout_.offsets(), l);
     for (int w = 0; w < 4; ++w)
       fp8_lin_[w]->cast_weight(l, master(offs[w]), stream_.get());
   }

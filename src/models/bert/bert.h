@@ -151,10 +151,13 @@ class BertLarge final : public Model {
   // The encoder's dense layers, `which`: 0 QKV, 1 attention output, 2 FFN1, 3 FFN2;
   // FP8 (fp8_lin_) or the storage type (Linear).
   Linear& dense(int which) const;
-  void dense_forward(int which, int l, const void* x, int64_t w_off, int64_t b_off, void* y);
+  // fp8: cast_done says the caller fused the layer's input (forward) or gradient
+  // (backward) cast into the kernel that produced it (the GELU and its gradient).
+  void dense_forward(int which, int l, const void* x, int64_t w_off, int64_t b_off, void* y,
+                     bool cast_done = false);
   // dW (+)= dy^T x; dx = dy W + beta_dx dx.
   void dense_backward(int which, int l, const void* x, const void* dy, void* dx, float beta_dx,
-                      int64_t w_off, bool accumulate);
+                      int64_t w_off, bool accumulate, bool cast_done = false);
   void cast_fp8_weights();
   void calibrate_fp8();
   void before_step();  // FP8: weights set through set_tensor are cast
@@ -202,6 +205,7 @@ class BertLarge final : public Model {
   bool fp8_weights_stale_ = false;
   std::unique_ptr<Fp8Linear> fp8_lin_[4];  // fp8 only, `which` as dense()
   DeviceBuffer fp8_metas_;                 // (4, layers, 3) Fp8Meta
+  Fp8ScaleBatch fp8_weight_scales_;        // the FP8 weights' current scaling
 
   // Flat arrays (ParamLayout): FP32 master, working copy (16-bit only), FP32
   // gradients, AdamW moments.

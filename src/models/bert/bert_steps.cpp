@@ -52,25 +52,25 @@ Linear& BertLarge::dense(int which) const {
 }
 
 void BertLarge::dense_forward(int which, int l, const void* x, int64_t w_off, int64_t b_off,
-                              void* y) {
+                              void* y, bool cast_done) {
   if (!fp8_) {
     dense(which).forward(x, param(w_off), param(b_off), y, ws(), stream_.get());
     return;
   }
   const DenseRegions& r = kDenseRegions[0][which];
   fp8_lin_[which]->forward(l, x, param(w_off), param(b_off), y, ws(), stream_.get(),
-                           {&timer_, r.cast, r.gemm});
+                           {&timer_, r.cast, r.gemm}, cast_done);
   timer_.mark(r.rest, stream_.get());
 }
 
 void BertLarge::dense_backward(int which, int l, const void* x, const void* dy, void* dx,
-                               float beta_dx, int64_t w_off, bool accumulate) {
+                               float beta_dx, int64_t w_off, bool accumulate, bool cast_done) {
   cudaStream_t s = stream_.get();
   const float beta = accumulate ? 1.0f : 0.0f;
   if (fp8_) {
     const DenseRegions& r = kDenseRegions[1][which];
     fp8_lin_[which]->backward(l, x, param(w_off), dy, dx, beta_dx, grad(w_off), beta, ws(), s,
-                              {&timer_, r.cast, r.gemm});
+                              {&timer_, r.cast, r.gemm}, cast_done);
     timer_.mark(r.rest, s);
     return;
   }
@@ -238,9 +238,18 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
   timer_.mark("fwd ffn1+gelu", s);
   dense_forward(2, l, L.a.get(), p.ff1_w, p.ff1_b, L.h.get());
   void* g = train ? L.g.get() : L.h.get();
-  gelu_forward(L.h.get(), g, n_ * kFfn, dtype_, s);
+  if (fp8_) {
+    // The GELU fused into ffn2's input cast; g in bf16 only where a GEMM reads it.
+    timer_.mark(kDenseRegions[0][3].cast, s);
+    Fp8CastArgs c = fp8_lin_[3]->input_cast(l, L.h.get());
+    c.op = Fp8CastOp::kGelu;
+    c.value_out = fp8_lin_[3]->reads_bf16_input() ? g : nullptr;
+    fp8_cast(c, s);
+  } else {
+    gelu_forward(L.h.get(), g, n_ * kFfn, dtype_, s);
+  }
   timer_.mark("fwd ffn2+ln", s);
-  dense_forward(3, l, g, p.ff2_w, p.ff2_b, dense_out_.get());
+  dense_forward(3, l, g, p.ff2_w, p.ff2_b, dense_out_.get(), fp8_);
   ln.residual = L.a.get();
   ln.gamma = param(p.ln2);
   ln.z_out = train ? L.z2.get() : nullptr;
@@ -479,11 +488,23 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   layer_norm_backward(ln, s);
   dense_backward(3, l, L.g.get(), ddense, d_h_.get(), 0.0f, p.ff2_w, accumulate);
   bias_grad(ddense, kHidden, p.ff2_b);
-  timer_.mark("bwd ffn1+gelu", s);
-  gelu_backward(d_h_.get(), L.h.get(), d_h_.get(), n_ * kFfn, dtype_, s);
+  if (fp8_) {
+    // The GELU's gradient fused into ffn1's gradient cast, dh also in bf16 (the bias
+    // gradient reads it).
+    timer_.mark(kDenseRegions[1][2].cast, s);
+    Fp8CastArgs c = fp8_lin_[2]->grad_cast(l, d_h_.get());
+    c.op = Fp8CastOp::kGeluGrad;
+    c.aux = L.h.get();
+    c.value_out = d_h_.get();
+    fp8_cast(c, s);
+    timer_.mark("bwd ffn1+gelu", s);
+  } else {
+    timer_.mark("bwd ffn1+gelu", s);
+    gelu_backward(d_h_.get(), L.h.get(), d_h_.get(), n_ * kFfn, dtype_, s);
+  }
   bias_grad(d_h_.get(), kFfn, p.ff1_b);
   // da = dh W1 + dz2
-  dense_backward(2, l, L.a.get(), d_h_.get(), dres, 1.0f, p.ff1_w, accumulate);
+  dense_backward(2, l, L.a.get(), d_h_.get(), dres, 1.0f, p.ff1_w, accumulate, fp8_);
 
   // Attention LayerNorm, in place: dres = dz1, ddense = dropout'(dz1).
   timer_.mark("bwd attention out+ln", s);

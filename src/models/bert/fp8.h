@@ -13,7 +13,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
+#include "gpu/device.h"
 #include "models/layers/dtype.h"
 
 namespace gpuvs::models::bert {
@@ -41,10 +43,21 @@ static_assert(sizeof(Fp8Meta) == 256, "Fp8Meta: 256 bytes, every scale_inv 256-b
 // A fresh meta: scale 1, empty history.
 Fp8Meta fp8_meta_init(bool e5m2, bool delayed);
 
-// out (rows, cols) fp8 = saturate(src * meta.scale), and out_t (cols, rows) its
-// transpose (either may be null); meta.amax = max(meta.amax, max |src|). src is fp32
-// (src_f32) or `dtype` (16-bit activations). rows a multiple of 32, cols of 64; src
-// 32-byte aligned, out and out_t 8-byte aligned (an Error otherwise).
+// What a cast casts: src itself, or the GELU computed from it, fused so that the GELU's
+// output need not be written in 16 bits and read back (Transformer Engine fuses its
+// casts into the producing kernels for the same reason).
+enum class Fp8CastOp {
+  kCopy,      // v = src
+  kGelu,      // v = gelu(src), rounded to dtype: what gelu_forward writes
+  kGeluGrad,  // v = src * gelu'(aux), rounded to dtype: what gelu_backward writes
+};
+
+// out (rows, cols) fp8 = saturate(v * meta.scale), and out_t (cols, rows) its
+// transpose (either may be null); meta.amax = max(meta.amax, max |v|), v as `op` says.
+// src is fp32 (src_f32; kCopy only) or `dtype` (16-bit activations). value_out (rows,
+// cols) `dtype`, where set (not with kCopy): v itself, as the unfused GELU kernel
+// writes it; it may be src (in place). rows a multiple of 32, cols of 64; src, aux and
+// value_out 32-byte aligned, out and out_t 8-byte aligned (an Error otherwise).
 struct Fp8CastArgs {
   int64_t rows = 0, cols = 0;
   const void* src = nullptr;
@@ -54,11 +67,36 @@ struct Fp8CastArgs {
   uint8_t* out = nullptr;
   uint8_t* out_t = nullptr;
   Fp8Meta* meta = nullptr;
+  Fp8CastOp op = Fp8CastOp::kCopy;
+  const void* aux = nullptr;  // kGeluGrad: the GELU's input (rows, cols) `dtype`
+  void* value_out = nullptr;
 };
 void fp8_cast(const Fp8CastArgs& a, cudaStream_t s);
 
-// meta.amax = max |src| (fp32), then meta.scale from it: the current scaling of weights.
-void fp8_current_scale(const float* src, int64_t n, Fp8Meta* meta, cudaStream_t s);
+// One tensor of a batch of current scalings: its FP32 values (n of them, a multiple of
+// 4, 16-byte aligned) and its meta.
+struct Fp8ScaleJob {
+  const float* src = nullptr;
+  int64_t n = 0;
+  Fp8Meta* meta = nullptr;
+};
+
+// The current scaling of weights for many tensors at once: for every job, meta.amax =
+// max |src|, then meta.scale from it, in three launches whatever the count (the
+// weights' cast after every AdamW step scales all 96 encoder weights; one tensor at a
+// time it took 4 launches each, with an atomic per warp on one address).
+class Fp8ScaleBatch {
+ public:
+  Fp8ScaleBatch() = default;
+  // Checks every job (an Error otherwise) and copies the list to the device.
+  explicit Fp8ScaleBatch(const std::vector<Fp8ScaleJob>& jobs);
+  void run(cudaStream_t s) const;
+  int size() const { return count_; }
+
+ private:
+  DeviceBuffer jobs_;
+  int count_ = 0;
+};
 
 // For every delayed meta: push amax into the history, new scale from its maximum.
 void update_fp8_metas(Fp8Meta* metas, int count, cudaStream_t s);

@@ -45,7 +45,7 @@ __device__ __forceinline__ void load8(const T* p, float* v) {
     v[j] = to_f(x.e[j]);
 }
 
-template <class Src>
+template <class Src, Fp8CastOp kOp>
 __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
   // Rows padded to 72 bytes: 8-byte aligned for the row pieces.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 8];
@@ -62,6 +62,17 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
     const int64_t off = (r0 + r) * a.cols + c0 + pc * kPiece;
     float v[kPiece];
     load8(src + off, v);
+    if constexpr (kOp != Fp8CastOp::kCopy) {
+      float h[kPiece];
+      if constexpr (kOp == Fp8CastOp::kGeluGrad) load8(static_cast<const Src*>(a.aux) + off, h);
+      Vec<Src> out16;
+#pragma unroll
+      for (int j = 0; j < kPiece; ++j) {
+        out16.e[j] = from_f<Src>(kOp == Fp8CastOp::kGelu ? gelu(v[j]) : v[j] * gelu_grad(h[j]));
+        v[j] = to_f(out16.e[j]);
+      }
+      if (a.value_out) store_vec(static_cast<Src*>(a.value_out) + off, out16);
+    }
     union {
       uint2 raw;
       uint8_t b[kPiece];
@@ -101,17 +112,33 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
   }
 }
 
-__global__ void reset_amax_kernel(Fp8Meta* m) {
-  m->amax = 0.0f;
+constexpr int kAmaxBlocksPerJob = 64;
+
+__global__ void reset_amax_kernel(const Fp8ScaleJob* jobs, int count) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) jobs[i].meta->amax = 0.0f;
 }
 
-__global__ void amax_kernel(const float* __restrict__ x, int64_t n, Fp8Meta* m) {
+// grid (kAmaxBlocksPerJob, jobs): the blocks of a job stride over its float4s; one
+// atomic per block.
+__global__ void __launch_bounds__(kThreads) amax_kernel(const Fp8ScaleJob* jobs) {
+  __shared__ float warp_amax[kThreads / kWarp];
+  const Fp8ScaleJob job = jobs[blockIdx.y];
+  const float4* x = reinterpret_cast<const float4*>(job.src);
   float amax = 0.0f;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    amax = fmaxf(amax, fabsf(x[i]));
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < job.n / 4;
+       i += int64_t(gridDim.x) * kThreads) {
+    const float4 v = x[i];
+    amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+  }
   amax = warp_max(amax);
-  if (threadIdx.x % kWarp == 0) atomic_max_nonneg(&m->amax, amax);
+  if (threadIdx.x % kWarp == 0) warp_amax[threadIdx.x / kWarp] = amax;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / kWarp; ++w)
+      amax = fmaxf(amax, warp_amax[w]);
+    atomic_max_nonneg(&job.meta->amax, amax);
+  }
 }
 
 __device__ __forceinline__ void set_scale(Fp8Meta* m, float amax) {
@@ -121,7 +148,10 @@ __device__ __forceinline__ void set_scale(Fp8Meta* m, float amax) {
   }
 }
 
-__global__ void current_scale_kernel(Fp8Meta* m) {
+__global__ void current_scale_kernel(const Fp8ScaleJob* jobs, int count) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  Fp8Meta* m = jobs[i].meta;
   set_scale(m, m->amax);
   m->amax = 0.0f;
 }
@@ -148,6 +178,20 @@ __global__ void add_kernel(const __nv_bfloat16* __restrict__ src, float* __restr
     dst[i] = (beta != 0.0f ? beta * dst[i] : 0.0f) + __bfloat162float(src[i]);
 }
 
+// The cast kernel of `a.op` for a source of type T (fused GELUs: 16-bit types only).
+template <class T>
+void launch_cast(const Fp8CastArgs& a, dim3 grid, cudaStream_t s) {
+  if constexpr (sizeof(T) != 2) {
+    cast_kernel<T, Fp8CastOp::kCopy><<<grid, kCastThreads, 0, s>>>(a);
+  } else if (a.op == Fp8CastOp::kGelu) {
+    cast_kernel<T, Fp8CastOp::kGelu><<<grid, kCastThreads, 0, s>>>(a);
+  } else if (a.op == Fp8CastOp::kGeluGrad) {
+    cast_kernel<T, Fp8CastOp::kGeluGrad><<<grid, kCastThreads, 0, s>>>(a);
+  } else {
+    cast_kernel<T, Fp8CastOp::kCopy><<<grid, kCastThreads, 0, s>>>(a);
+  }
+}
+
 }  // namespace
 
 Fp8Meta fp8_meta_init(bool e5m2, bool delayed) {
@@ -167,22 +211,39 @@ void fp8_cast(const Fp8CastArgs& a, cudaStream_t s) {
   };
   if (!aligned(a.src, 32) || !aligned(a.out, 8) || !aligned(a.out_t, 8))
     throw Error("fp8_cast: source 32-byte and outputs 8-byte aligned");
+  if (a.op != Fp8CastOp::kCopy &&
+      (a.src_f32 || a.dtype == DType::kF32 || (a.op == Fp8CastOp::kGeluGrad && !a.aux) ||
+       !aligned(a.aux, 32) || !aligned(a.value_out, 32)))
+    throw Error("fp8_cast: a fused GELU needs a 16-bit source (and its input, 32-byte aligned)");
   const dim3 grid(static_cast<unsigned>(a.cols / kTile),
                   static_cast<unsigned>((a.rows + kTile - 1) / kTile));
   if (a.src_f32) {
-    cast_kernel<float><<<grid, kCastThreads, 0, s>>>(a);
+    cast_kernel<float, Fp8CastOp::kCopy><<<grid, kCastThreads, 0, s>>>(a);
   } else {
-    GPUVS_DISPATCH_DTYPE(a.dtype, { cast_kernel<T><<<grid, kCastThreads, 0, s>>>(a); });
+    GPUVS_DISPATCH_DTYPE(a.dtype, { launch_cast<T>(a, grid, s); });
   }
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
-void fp8_current_scale(const float* src, int64_t n, Fp8Meta* meta, cudaStream_t s) {
-  reset_amax_kernel<<<1, 1, 0, s>>>(meta);
+Fp8ScaleBatch::Fp8ScaleBatch(const std::vector<Fp8ScaleJob>& jobs)
+    : count_(static_cast<int>(jobs.size())) {
+  for (const Fp8ScaleJob& j : jobs)
+    if (!j.src || !j.meta || j.n % 4 != 0 || reinterpret_cast<uintptr_t>(j.src) % 16 != 0)
+      throw Error("Fp8ScaleBatch: every job needs a 16-byte aligned source of 4k floats");
+  if (jobs.empty()) return;
+  jobs_ = DeviceBuffer(jobs.size() * sizeof(Fp8ScaleJob));
+  GPUVS_CUDA_CHECK(cudaMemcpy(jobs_.get(), jobs.data(), jobs_.bytes(), cudaMemcpyHostToDevice));
+}
+
+void Fp8ScaleBatch::run(cudaStream_t s) const {
+  if (count_ == 0) return;
+  const auto* jobs = jobs_.as<Fp8ScaleJob>();
+  const unsigned small = static_cast<unsigned>((count_ + kThreads - 1) / kThreads);
+  reset_amax_kernel<<<small, kThreads, 0, s>>>(jobs, count_);
   GPUVS_CUDA_CHECK_LAUNCH();
-  amax_kernel<<<grid_for(n, kThreads), kThreads, 0, s>>>(src, n, meta);
+  amax_kernel<<<dim3(kAmaxBlocksPerJob, static_cast<unsigned>(count_)), kThreads, 0, s>>>(jobs);
   GPUVS_CUDA_CHECK_LAUNCH();
-  current_scale_kernel<<<1, 1, 0, s>>>(meta);
+  current_scale_kernel<<<small, kThreads, 0, s>>>(jobs, count_);
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 

@@ -135,10 +135,14 @@ std::string Fp8Linear::plan() const {
   return out;
 }
 
+std::optional<Fp8ScaleJob> Fp8Linear::weight_scale_job(int l, const float* master) const {
+  if (!fwd_ && !(train_ && dgrad_)) return std::nullopt;
+  return Fp8ScaleJob{master, out_ * in_, meta(l, 1)};
+}
+
 void Fp8Linear::cast_weight(int l, const float* master, cudaStream_t s) {
   const bool need_t = train_ && dgrad_;
   if (!fwd_ && !need_t) return;
-  fp8_current_scale(master, out_ * in_, meta(l, 1), s);
   Fp8CastArgs c;
   c.rows = out_;
   c.cols = in_;
@@ -150,20 +154,36 @@ void Fp8Linear::cast_weight(int l, const float* master, cudaStream_t s) {
   fp8_cast(c, s);
 }
 
+Fp8CastArgs Fp8Linear::input_cast(int l, const void* x) const {
+  Fp8CastArgs c;
+  c.rows = rows_;
+  c.cols = in_;
+  c.src = x;
+  c.dtype = DType::kBF16;
+  c.out = fwd_ ? x8_.as<uint8_t>() : nullptr;
+  c.out_t = train_ && wgrad_ ? x_t(l) : nullptr;
+  c.meta = meta(l, 0);
+  return c;
+}
+
+Fp8CastArgs Fp8Linear::grad_cast(int l, const void* dy) const {
+  Fp8CastArgs c;
+  c.rows = rows_;
+  c.cols = out_;
+  c.src = dy;
+  c.dtype = DType::kBF16;
+  c.e5m2 = true;
+  c.out = dgrad_ ? dy8_.as<uint8_t>() : nullptr;
+  c.out_t = wgrad_ ? dy8t_.as<uint8_t>() : nullptr;
+  c.meta = meta(l, 2);
+  return c;
+}
+
 void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
-                        cudaStream_t s, const Fp8Marks& marks) {
-  const bool need_t = train_ && wgrad_;
-  if (fwd_ || need_t) {
+                        cudaStream_t s, const Fp8Marks& marks, bool x_cast_done) {
+  if (!x_cast_done && (fwd_ || (train_ && wgrad_))) {
     mark(marks, marks.cast, s);
-    Fp8CastArgs c;
-    c.rows = rows_;
-    c.cols = in_;
-    c.src = x;
-    c.dtype = DType::kBF16;
-    c.out = fwd_ ? x8_.as<uint8_t>() : nullptr;
-    c.out_t = need_t ? x_t(l) : nullptr;
-    c.meta = meta(l, 0);
-    fp8_cast(c, s);
+    fp8_cast(input_cast(l, x), s);
   }
   mark(marks, marks.gemm, s);
   if (!fwd_) {
@@ -176,20 +196,11 @@ void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias,
 
 void Fp8Linear::backward(int l, const void* x, const void* w16, const void* dy, void* dx,
                          float beta_dx, float* dw, float beta_w, void* ws, cudaStream_t s,
-                         const Fp8Marks& marks) {
+                         const Fp8Marks& marks, bool dy_cast_done) {
   if (!train_) throw Error("Fp8Linear::backward: built for inference");
-  if (dgrad_ || wgrad_) {
+  if (!dy_cast_done && (dgrad_ || wgrad_)) {
     mark(marks, marks.cast, s);
-    Fp8CastArgs c;
-    c.rows = rows_;
-    c.cols = out_;
-    c.src = dy;
-    c.dtype = DType::kBF16;
-    c.e5m2 = true;
-    c.out = dgrad_ ? dy8_.as<uint8_t>() : nullptr;
-    c.out_t = wgrad_ ? dy8t_.as<uint8_t>() : nullptr;
-    c.meta = meta(l, 2);
-    fp8_cast(c, s);
+    fp8_cast(grad_cast(l, dy), s);
   }
   mark(marks, marks.gemm, s);
   if (!wgrad_) {

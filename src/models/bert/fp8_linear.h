@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gpu/cublaslt.h"
@@ -51,16 +52,32 @@ class Fp8Linear {
 
   static constexpr int kMetasPerLayer = 3;  // x, W, dy
 
-  // W and/or W^T of layer l in E4M3 from the FP32 master (out, in), current scaling.
+  // The current scaling of layer l's W from its FP32 master (out, in), for an
+  // Fp8ScaleBatch run before cast_weight; none where no GEMM takes W in FP8.
+  std::optional<Fp8ScaleJob> weight_scale_job(int l, const float* master) const;
+  // W and/or W^T of layer l in E4M3 from the FP32 master, with the scale its
+  // weight_scale_job set.
   void cast_weight(int l, const float* master, cudaStream_t s);
   // y (rows, out) bf16 = x (rows, in) bf16 W^T + bias (out) bf16; w16 (out, in) is the
-  // bf16 working copy of W (used where the forward GEMM runs in bf16).
+  // bf16 working copy of W (used where the forward GEMM runs in bf16). x_cast_done: the
+  // caller ran input_cast(l, x) itself, fused into the kernel producing x.
   void forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
-               cudaStream_t s, const Fp8Marks& marks = {});
+               cudaStream_t s, const Fp8Marks& marks = {}, bool x_cast_done = false);
   // dx (rows, in) bf16 = dy W + beta_dx dx (in place); dw (out, in) fp32 = dy^T x + beta_w dw.
   // x (rows, in) bf16 and w16 as in forward (used where a GEMM runs in bf16).
+  // dy_cast_done: the caller ran grad_cast(l, dy), fused into the kernel producing dy.
   void backward(int l, const void* x, const void* w16, const void* dy, void* dx, float beta_dx,
-                float* dw, float beta_w, void* ws, cudaStream_t s, const Fp8Marks& marks = {});
+                float* dw, float beta_w, void* ws, cudaStream_t s, const Fp8Marks& marks = {},
+                bool dy_cast_done = false);
+
+  // The casts forward() and backward() run on x (E4M3, with x^T for wgrad) and dy
+  // (E5M2, with dy^T), for a caller that fuses one into the kernel producing its
+  // source (fp8.h's Fp8CastOp); outputs the layer does not use are null.
+  Fp8CastArgs input_cast(int l, const void* x) const;
+  Fp8CastArgs grad_cast(int l, const void* dy) const;
+  // Whether a GEMM of this layer reads x in bf16 (one cuBLASLt refused in FP8): then
+  // a fused producer must still write x in bf16.
+  bool reads_bf16_input() const { return !fwd_ || (train_ && !wgrad_); }
 
   // "qkv: fwd FP8 (algo .., bias fused, fast accumulation); dgrad FP8 (..); wgrad bf16
   // (why)": which GEMMs are FP8.

@@ -11,18 +11,6 @@ namespace gpuvs::models::bert {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-__device__ __forceinline__ float gelu(float x) {
-  return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
-}
-
-// d/dx [x Phi(x)] = Phi(x) + x phi(x)
-__device__ __forceinline__ float gelu_grad(float x) {
-  return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * __expf(-0.5f * x * x);
-}
-
 // n % kN == 0, pointers 16-byte aligned; in place (y == x) allowed.
 template <class T>
 __global__ void gelu_forward_kernel(const T* x, T* y, int64_t n) {

@@ -245,7 +245,8 @@ TEST(BertKernels, Fp8CastMatchesTheHost) {
 // ffn1's gradient cast (fp8.h, Fp8CastOp). Fused and unfused must agree bit for bit:
 // the 16-bit value (gelu_forward's / gelu_backward's output), every FP8 byte of the
 // cast and its transpose, and the amax. In place as the model runs the backward
-// (value_out == src); 96 rows leave a partial row tile.
+// (value_out == src); 96 rows leave a partial row tile. The gradient's fused column
+// sums (the bias gradient) match a host sum in double within 1e-5 of the sum of |v|.
 TEST(BertKernels, FusedGeluCastsMatchTheUnfusedKernels) {
   GPUVS_REQUIRE_GPU();
   constexpr int64_t kRows = 96, kCols = 256, kN = kRows * kCols;
@@ -258,6 +259,8 @@ TEST(BertKernels, FusedGeluCastsMatchTheUnfusedKernels) {
     x = 1e-3f * normal(gen);
   DeviceBuffer f32(size_t(kN) * 4), h(size_t(kN) * 2), d(size_t(kN) * 2), ref16(size_t(kN) * 2),
       fused16(size_t(kN) * 2);
+  DeviceBuffer partials(size_t(bert::fp8_colsum_partial_floats(kRows, kCols)) * 4),
+      sums(size_t(kCols) * 4);
   const auto to_bf16 = [&](const std::vector<float>& v, DeviceBuffer& dst) {
     GPUVS_CUDA_CHECK(cudaMemcpy(f32.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
     bert::cast_from_float(f32.as<float>(), dst.get(), kN, DType::kBF16, nullptr);
@@ -295,6 +298,7 @@ TEST(BertKernels, FusedGeluCastsMatchTheUnfusedKernels) {
         a.op = bert::Fp8CastOp::kGeluGrad;
         a.aux = h.get();
         a.value_out = fused16.get();
+        a.colsum = partials.as<float>();
       } else {
         a.src = h.get();
         a.op = bert::Fp8CastOp::kGelu;
@@ -331,6 +335,25 @@ TEST(BertKernels, FusedGeluCastsMatchTheUnfusedKernels) {
     EXPECT_GT(nonzero, kN / 2) << what << ": the scale keeps most values representable";
     EXPECT_GT(m0.amax, 0.f) << what;
     EXPECT_EQ(m1.amax, m0.amax) << what;
+    if (!grad) continue;
+    bert::reduce_partials(partials.as<float>(),
+                          bert::fp8_colsum_partial_floats(kRows, kCols) / kCols, kCols,
+                          sums.as<float>(), false, nullptr);
+    std::vector<float> got(kCols), v(kN);
+    GPUVS_CUDA_CHECK(cudaMemcpy(got.data(), sums.get(), got.size() * 4, cudaMemcpyDeviceToHost));
+    bert::cast_to_float(ref16.get(), f32.as<float>(), kN, DType::kBF16, nullptr);
+    GPUVS_CUDA_CHECK(cudaMemcpy(v.data(), f32.get(), v.size() * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int64_t c = 0; c < kCols; ++c) {
+      double sum = 0, abs_sum = 0;
+      for (int64_t r = 0; r < kRows; ++r) {
+        sum += v[size_t(r * kCols + c)];
+        abs_sum += std::fabs(v[size_t(r * kCols + c)]);
+      }
+      worst = std::max(worst, std::fabs(got[size_t(c)] - sum) / abs_sum);
+    }
+    std::printf("bert-check fused gelu grad column sums: worst |err| / sum |v| %.2e\n", worst);
+    EXPECT_LE(worst, 1e-5);
   }
 }
 

@@ -277,6 +277,7 @@ void BertLarge::allocate() {
   const int64_t partials = std::max({
       colsum_partial_floats(n_, kVocabPadded, 1),
       colsum_partial_floats(n_, kFfn, 1),
+      fp8_colsum_partial_floats(n_, kFfn),
       colsum_partial_floats(n_, 3 * kHidden, 1),
       colsum_partial_floats(n_, kHidden, 2),
       colsum_partial_floats(b_, int64_t(t_) * kHidden, 1),

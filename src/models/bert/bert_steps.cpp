@@ -489,20 +489,23 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   dense_backward(3, l, L.g.get(), ddense, d_h_.get(), 0.0f, p.ff2_w, accumulate);
   bias_grad(ddense, kHidden, p.ff2_b);
   if (fp8_) {
-    // The GELU's gradient fused into ffn1's gradient cast, dh also in bf16 (the bias
-    // gradient reads it).
+    // The GELU's gradient fused into ffn1's gradient cast, with the bias gradient's
+    // column sums; dh in bf16 only where a GEMM reads it so.
     timer_.mark(kDenseRegions[1][2].cast, s);
     Fp8CastArgs c = fp8_lin_[2]->grad_cast(l, d_h_.get());
     c.op = Fp8CastOp::kGeluGrad;
     c.aux = L.h.get();
-    c.value_out = d_h_.get();
+    c.value_out = fp8_lin_[2]->reads_bf16_grad() ? d_h_.get() : nullptr;
+    c.colsum = partials_.as<float>();
     fp8_cast(c, s);
     timer_.mark("bwd ffn1+gelu", s);
+    reduce_partials(c.colsum, fp8_colsum_partial_floats(n_, kFfn) / kFfn, kFfn, grad(p.ff1_b),
+                    accumulate, s);
   } else {
     timer_.mark("bwd ffn1+gelu", s);
     gelu_backward(d_h_.get(), L.h.get(), d_h_.get(), n_ * kFfn, dtype_, s);
+    bias_grad(d_h_.get(), kFfn, p.ff1_b);
   }
-  bias_grad(d_h_.get(), kFfn, p.ff1_b);
   // da = dh W1 + dz2
   dense_backward(2, l, L.a.get(), d_h_.get(), dres, 1.0f, p.ff1_w, accumulate, fp8_);
 

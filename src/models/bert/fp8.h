@@ -57,7 +57,7 @@ enum class Fp8CastOp {
 // src is fp32 (src_f32; kCopy only) or `dtype` (16-bit activations). value_out (rows,
 // cols) `dtype`, where set (not with kCopy): v itself, as the unfused GELU kernel
 // writes it; it may be src (in place). rows a multiple of 32, cols of 64; src, aux and
-// value_out 32-byte aligned, out and out_t 8-byte aligned (an Error otherwise).
+// value_out 32-byte aligned, out 8-byte and out_t 16-byte aligned (an Error otherwise).
 struct Fp8CastArgs {
   int64_t rows = 0, cols = 0;
   const void* src = nullptr;
@@ -70,7 +70,12 @@ struct Fp8CastArgs {
   Fp8CastOp op = Fp8CastOp::kCopy;
   const void* aux = nullptr;  // kGeluGrad: the GELU's input (rows, cols) `dtype`
   void* value_out = nullptr;
+  // kGeluGrad only, where set: (fp8_colsum_partial_floats(rows, cols)) fp32, the column
+  // sums of v per 64-row tile, in a fixed order; reduce_partials (kernels.h) over the
+  // tiles gives the bias gradient without reading v back.
+  float* colsum = nullptr;
 };
+int64_t fp8_colsum_partial_floats(int64_t rows, int64_t cols);
 void fp8_cast(const Fp8CastArgs& a, cudaStream_t s);
 
 // One tensor of a batch of current scalings: its FP32 values (n of them, a multiple of

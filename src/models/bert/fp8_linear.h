@@ -78,6 +78,8 @@ class Fp8Linear {
   // Whether a GEMM of this layer reads x in bf16 (one cuBLASLt refused in FP8): then
   // a fused producer must still write x in bf16.
   bool reads_bf16_input() const { return !fwd_ || (train_ && !wgrad_); }
+  // The same for dy (backward).
+  bool reads_bf16_grad() const { return !dgrad_ || !wgrad_; }
 
   // "qkv: fwd FP8 (algo .., bias fused, fast accumulation); dgrad FP8 (..); wgrad bf16
   // (why)": which GEMMs are FP8.

@@ -104,6 +104,9 @@ struct ColSumArgs {
 };
 int64_t colsum_partial_floats(int64_t rows, int64_t cols, int groups);
 void column_sum(const ColSumArgs& a, cudaStream_t s);
+// out[j] (+)= the sum over p < count of partials[p * width + j], in a fixed order.
+void reduce_partials(const float* partials, int64_t count, int64_t width, float* out,
+                     bool accumulate, cudaStream_t s);
 
 // dword[ids[i]] += dz[i] (fp32 atomics) for the word embeddings' gradient.
 void embedding_scatter(const int32_t* ids, const void* dz, int64_t rows, int c, DType dtype,

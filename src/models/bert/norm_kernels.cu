@@ -268,14 +268,6 @@ __global__ void __launch_bounds__(kWarp* kReduceLanes)
   out[j] = accumulate ? out[j] + s : s;
 }
 
-void reduce_partials(const float* partials, int64_t count, int64_t width, float* out,
-                     bool accumulate, cudaStream_t s) {
-  reduce_partials_kernel<<<static_cast<unsigned>((width + kWarp - 1) / kWarp),
-                           dim3(kWarp, kReduceLanes), 0, s>>>(partials, count, width, out,
-                                                              accumulate);
-  GPUVS_CUDA_CHECK_LAUNCH();
-}
-
 // grid (column blocks, row chunks): each thread sums one column over kColChunk rows,
 // per group (at most 2).
 template <class T>
@@ -338,6 +330,14 @@ void check_ln_width(int c) {
 }
 
 }  // namespace
+
+void reduce_partials(const float* partials, int64_t count, int64_t width, float* out,
+                     bool accumulate, cudaStream_t s) {
+  reduce_partials_kernel<<<static_cast<unsigned>((width + kWarp - 1) / kWarp),
+                           dim3(kWarp, kReduceLanes), 0, s>>>(partials, count, width, out,
+                                                              accumulate);
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
 
 void layer_norm_forward(const LnForwardArgs& a, cudaStream_t s) {
   check_ln_width(a.c);

@@ -61,40 +61,29 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
   const float scale = a.meta->scale;
   const int64_t r0 = int64_t(blockIdx.y) * kTile, c0 = int64_t(blockIdx.x) * kTile;
   float amax = 0.0f;
-  // All of the thread's loads first, then the stores: the stores may alias the source
-  // for all the compiler knows, so loading piece by piece would wait out one memory
-  // round trip per piece.
-  constexpr int kLoads = kTile * kPieces / kCastThreads;
-  float v[kLoads][kPiece], h[kLoads][kPiece];
 #pragma unroll
-  for (int k = 0; k < kLoads; ++k) {
+  for (int k = 0; k < kTile * kPieces / kCastThreads; ++k) {
     const int idx = threadIdx.x + k * kCastThreads;
     const int r = idx / kPieces, pc = idx % kPieces;
     if (r0 + r >= a.rows) continue;
     const int64_t off = (r0 + r) * a.cols + c0 + pc * kPiece;
-    load8(src + off, v[k]);
-    if constexpr (kOp == Fp8CastOp::kGeluGrad) load8(static_cast<const Src*>(a.aux) + off, h[k]);
-  }
-#pragma unroll
-  for (int k = 0; k < kLoads; ++k) {
-    const int idx = threadIdx.x + k * kCastThreads;
-    const int r = idx / kPieces, pc = idx % kPieces;
-    if (r0 + r >= a.rows) continue;
-    const int64_t off = (r0 + r) * a.cols + c0 + pc * kPiece;
+    float v[kPiece];
+    load8(src + off, v);
     if constexpr (kOp != Fp8CastOp::kCopy) {
+      float h[kPiece];
+      if constexpr (kOp == Fp8CastOp::kGeluGrad) load8(static_cast<const Src*>(a.aux) + off, h);
       Vec<Src> out16;
 #pragma unroll
       for (int j = 0; j < kPiece; ++j) {
-        out16.e[j] =
-            from_f<Src>(kOp == Fp8CastOp::kGelu ? gelu(v[k][j]) : v[k][j] * gelu_grad(h[k][j]));
-        v[k][j] = to_f(out16.e[j]);
+        out16.e[j] = from_f<Src>(kOp == Fp8CastOp::kGelu ? gelu(v[j]) : v[j] * gelu_grad(h[j]));
+        v[j] = to_f(out16.e[j]);
       }
       if (a.value_out) store_vec(static_cast<Src*>(a.value_out) + off, out16);
       if constexpr (kOp == Fp8CastOp::kGeluGrad) {
         if (a.colsum)
 #pragma unroll
           for (int j = 0; j < kPiece; ++j)
-            col_tile[r][pc * kPiece + j] = v[k][j];
+            col_tile[r][pc * kPiece + j] = v[j];
       }
     }
     union {
@@ -103,8 +92,8 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
     } q;
 #pragma unroll
     for (int j = 0; j < kPiece; ++j) {
-      amax = fmaxf(amax, fabsf(v[k][j]));
-      q.b[j] = to_fp8(v[k][j] * scale, a.e5m2);
+      amax = fmaxf(amax, fabsf(v[j]));
+      q.b[j] = to_fp8(v[j] * scale, a.e5m2);
     }
     if (a.out) *reinterpret_cast<uint2*>(a.out + off) = q.raw;
     *reinterpret_cast<uint2*>(&tile[r][pc * kPiece]) = q.raw;

@@ -357,6 +357,62 @@ TEST(BertTraining, GraphStepMatchesEagerStep) {
     EXPECT_NEAR(graphed[i], eager[i], 1e-4 * std::fabs(eager[i])) << i;
 }
 
+// Gradient accumulation: after micro-steps on batches A and B (the second with
+// accumulate = true) the gradients are A's plus B's. The model giving B's alone runs
+// A first too (without accumulating), so both B steps see the same dropout counter and,
+// in fp8, the same delayed scales (the amax history moves after every micro-step).
+// Covers the GEMMs' beta = 1, the LayerNorm and bias column sums' accumulate flag and
+// fp8's fused bias sums. Bound 1e-6 relative: both sums are single FP32 adds of the
+// same values; 1e-5 for the word embeddings, whose lookup gradient is added by FP32
+// atomics one token at a time (onto A's gradient in the accumulating model).
+TEST(BertTraining, AccumulatedGradientsAreTheSumOfTheMicroSteps) {
+  GPUVS_REQUIRE_GPU();
+  const char* const names[] = {"bert.embeddings.word_embeddings.weight",
+                               "bert.embeddings.LayerNorm.weight",
+                               "bert.encoder.layer.0.attention.self.query.weight",
+                               "bert.encoder.layer.0.attention.self.value.bias",
+                               "bert.encoder.layer.11.attention.output.LayerNorm.weight",
+                               "bert.encoder.layer.23.intermediate.dense.weight",
+                               "bert.encoder.layer.23.intermediate.dense.bias",
+                               "bert.encoder.layer.23.output.dense.bias",
+                               "cls.predictions.bias",
+                               "cls.seq_relationship.weight"};
+  for (const Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp8}) {
+    if (p == Precision::kFp8 && compute_capability() < 89) continue;
+    const auto acc = make_bert_large(small_config(3, p), 0);
+    const auto alone = make_bert_large(small_config(3, p), 0);
+    acc->generate_input(21);
+    acc->forward_backward(false);
+    std::vector<HostTensor> g_a;
+    for (const char* n : names)
+      g_a.push_back(acc->get_tensor(std::string("grad/") + n));
+    acc->generate_input(22);
+    acc->forward_backward(true);
+    alone->generate_input(21);
+    alone->forward_backward(false);
+    alone->generate_input(22);
+    alone->forward_backward(false);
+    for (std::size_t i = 0; i < std::size(names); ++i) {
+      const HostTensor sum = acc->get_tensor(std::string("grad/") + names[i]);
+      const HostTensor g_b = alone->get_tensor(std::string("grad/") + names[i]);
+      ASSERT_EQ(sum.data.size(), g_b.data.size()) << names[i];
+      double diff2 = 0, want2 = 0, b2 = 0;
+      for (std::size_t j = 0; j < sum.data.size(); ++j) {
+        const double want = double(g_a[i].data[j]) + g_b.data[j];
+        diff2 += (sum.data[j] - want) * (sum.data[j] - want);
+        want2 += want * want;
+        b2 += double(g_b.data[j]) * g_b.data[j];
+      }
+      const double rel = std::sqrt(diff2 / want2);
+      std::printf("bert-check %s accumulate %s: |sum - (A + B)| / |A + B| = %.3e\n",
+                  std::string(to_string(p)).c_str(), names[i], rel);
+      ASSERT_GT(b2, 0) << names[i];
+      const bool atomics = i == 0;  // the word embeddings
+      EXPECT_LE(rel, atomics ? 1e-5 : 1e-6) << to_string(p) << " " << names[i];
+    }
+  }
+}
+
 // Below compute capability 8.9, fp8 is refused with a reason; from 8.9 on it trains:
 // its losses stay finite and its first loss is close to bf16's on the same batch.
 TEST(BertConfig, Fp8TrainsOrIsRefusedWithAReason) {

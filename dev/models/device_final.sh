@@ -5,8 +5,8 @@
 # PyTorch references and the correctness tests of both models. Each step runs under
 # its own timeout so a slow one cannot eat the others. Everything is packed into
 # $OUT/final.tgz after every section (a call cut short still brings back what ran).
-# SECTIONS picks what runs (default: all): targets profiles quick bert-tests
-# resnet-tests model-run, rn-bf16 (ResNet-50 bf16 train, infer, profile and --batch max only),
+# SECTIONS picks what runs (default: targets profiles quick bert-tests resnet-tests
+# model-run). Also: rn-bf16 (ResNet-50 bf16 train, infer, profile and --batch max),
 # bert-perf (BERT-large's four target runs and the bf16 and fp8 profiles at seq 128)
 # and bert-max (BERT-large bf16 seq 128 train at --batch max).
 set -u

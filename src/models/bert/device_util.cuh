@@ -105,14 +105,14 @@ __device__ __forceinline__ void store_packed(E* p, const Packed<E, kN>& v) {
 
 // Exact GELU (erf form) and its derivative d/dx [x Phi(x)] = Phi(x) + x phi(x): the
 // GELU kernels and the FP8 casts fused with them compute the same values.
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
 __device__ __forceinline__ float gelu(float x) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
   return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
 }
 
 __device__ __forceinline__ float gelu_grad(float x) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  constexpr float kInvSqrt2Pi = 0.39894228040143268f;
   return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * __expf(-0.5f * x * x);
 }
 

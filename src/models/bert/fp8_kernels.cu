@@ -32,6 +32,20 @@ __device__ __forceinline__ void atomic_max_nonneg(float* addr, float v) {
   atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
 }
 
+// *target = max(*target, the block's largest `amax`): one atomic per block. warp_amax
+// is the block's shared scratch of kBlock / kWarp floats.
+template <int kBlock>
+__device__ __forceinline__ void block_amax(float amax, float* warp_amax, float* target) {
+  amax = warp_max(amax);
+  if (threadIdx.x % kWarp == 0) warp_amax[threadIdx.x / kWarp] = amax;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kBlock / kWarp; ++w)
+      amax = fmaxf(amax, warp_amax[w]);
+    atomic_max_nonneg(target, amax);
+  }
+}
+
 // 8 consecutive elements of src as floats (p 16-byte aligned for 16-bit types, 32 for
 // float).
 __device__ __forceinline__ void load8(const float* p, float* v) {
@@ -137,14 +151,7 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
             col_quarter[2][threadIdx.x] + col_quarter[3][threadIdx.x];
     }
   }
-  amax = warp_max(amax);
-  if (threadIdx.x % kWarp == 0) warp_amax[threadIdx.x / kWarp] = amax;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kCastThreads / kWarp; ++w)
-      amax = fmaxf(amax, warp_amax[w]);
-    atomic_max_nonneg(&a.meta->amax, amax);
-  }
+  block_amax<kCastThreads>(amax, warp_amax, &a.meta->amax);
 }
 
 constexpr int kAmaxBlocksPerJob = 64;
@@ -166,14 +173,7 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const Fp8ScaleJob* jobs)
     const float4 v = x[i];
     amax = fmaxf(amax, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
   }
-  amax = warp_max(amax);
-  if (threadIdx.x % kWarp == 0) warp_amax[threadIdx.x / kWarp] = amax;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kThreads / kWarp; ++w)
-      amax = fmaxf(amax, warp_amax[w]);
-    atomic_max_nonneg(&job.meta->amax, amax);
-  }
+  block_amax<kThreads>(amax, warp_amax, &job.meta->amax);
 }
 
 __device__ __forceinline__ void set_scale(Fp8Meta* m, float amax) {

@@ -136,20 +136,19 @@ std::string Fp8Linear::plan() const {
 }
 
 std::optional<Fp8ScaleJob> Fp8Linear::weight_scale_job(int l, const float* master) const {
-  if (!fwd_ && !(train_ && dgrad_)) return std::nullopt;
+  if (!weight_in_fp8()) return std::nullopt;
   return Fp8ScaleJob{master, out_ * in_, meta(l, 1)};
 }
 
 void Fp8Linear::cast_weight(int l, const float* master, cudaStream_t s) {
-  const bool need_t = train_ && dgrad_;
-  if (!fwd_ && !need_t) return;
+  if (!weight_in_fp8()) return;
   Fp8CastArgs c;
   c.rows = out_;
   c.cols = in_;
   c.src = master;
   c.src_f32 = true;
   c.out = fwd_ ? w(l) : nullptr;
-  c.out_t = need_t ? w_t(l) : nullptr;
+  c.out_t = train_ && dgrad_ ? w_t(l) : nullptr;
   c.meta = meta(l, 1);
   fp8_cast(c, s);
 }

@@ -87,6 +87,8 @@ class Fp8Linear {
 
  private:
   Fp8Meta* meta(int l, int which) const { return metas_ + l * kMetasPerLayer + which; }
+  // Whether a GEMM takes W in FP8 (forward W, or dgrad W^T): then W is scaled and cast.
+  bool weight_in_fp8() const { return fwd_ || (train_ && dgrad_); }
   uint8_t* x_t(int l) const { return x8t_.as<uint8_t>() + size_t(l) * in_ * rows_; }
   uint8_t* w(int l) const { return w8_.as<uint8_t>() + size_t(l) * out_ * in_; }
   uint8_t* w_t(int l) const { return w8t_.as<uint8_t>() + size_t(l) * in_ * out_; }

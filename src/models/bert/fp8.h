@@ -96,7 +96,6 @@ class Fp8ScaleBatch {
   // Checks every job (an Error otherwise) and copies the list to the device.
   explicit Fp8ScaleBatch(const std::vector<Fp8ScaleJob>& jobs);
   void run(cudaStream_t s) const;
-  int size() const { return count_; }
 
  private:
   DeviceBuffer jobs_;

@@ -241,11 +241,13 @@ void metric_charts(Charts& ch, const Comparison& c) {
       any = any || has;
       const char* state = cell.invalid ? "invalid" : has ? to_string(cell.source) : "missing";
       bars.push_back({{"label", c.columns[i].label},
+                      {"column", i},
                       {"sublabel", state},
                       {"source", to_string(cell.source)},
                       {"value", has ? Json(*cell.value) : Json(nullptr)}});
       if (has && cell.source == Source::kMeasured && cell.of_datasheet)
         pct.push_back({{"label", c.columns[i].label},
+                       {"column", i},
                        {"sublabel", row.name},
                        {"source", "measured"},
                        {"value", *cell.of_datasheet * 100}});
@@ -279,8 +281,11 @@ std::string gpu_label(const RunFile& run, const std::vector<int>& devices) {
                         ? short_gpu_name(run.system.gpus[d].name)
                         : fmt::format("GPU {}", d));
   if (names.empty()) return "host";
-  if (std::all_of(names.begin(), names.end(), [&](const auto& n) { return n == names[0]; }))
-    return names.size() == 1 ? names[0] : fmt::format("{} ×{}", names[0], names.size());
+  if (std::all_of(names.begin(), names.end(), [&](const auto& n) { return n == names[0]; })) {
+    if (names.size() > 1) return fmt::format("{} ×{}", names[0], names.size());
+    // Two GPUs of one name in a run are told apart by their index.
+    return run.system.gpus.size() > 1 ? fmt::format("{} #{}", names[0], devices[0]) : names[0];
+  }
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
@@ -661,10 +666,17 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
       "</main>\n<footer><p>Made by gpuvs. Units are decimal: GB/s = 10<sup>9</sup> B/s, "
       "TFLOP/s = 10<sup>12</sup> FLOP/s; buffer sizes in binary units (MiB, GiB).</p></footer>";
 
+  // Every compared column, in order: a bar's "column" indexes this list, and each
+  // column keeps one colour and one legend entry in every chart.
+  Json columns = Json::array();
+  if (input.comparison)
+    for (const Column& col : input.comparison->columns)
+      columns.push_back({{"label", col.label}, {"measured", col.measured}});
   const Json data = {{"schema", "gpuvs.report/1"},
                      {"title", title},
                      {"note", input.note},
                      {"charts_available", charts_on},
+                     {"columns", std::move(columns)},
                      {"charts", charts.specs}};
   const std::string lib =
       charts_on ? "<script>\n" + script_safe(chart_library) + "\n</script>" : std::string();

@@ -253,6 +253,10 @@ TEST(Html, SweepsAndRoofline) {
       run.results.push_back(result("memory.sweep.read." + std::to_string(kib), 1e12 * kib, "B/s",
                                    {{"bytes", kib * 1024}, {"grid", kib}, {"pattern", pattern}}));
     run.results.push_back(result("memory.latency", 1e-9 * kib, "s", {{"size_bytes", kib * 1024}}));
+    // The same sweep on the run's second GPU: a line of its own, named by its index.
+    Result other = result("memory.latency", 2e-9 * kib, "s", {{"size_bytes", kib * 1024}});
+    other.devices = {1};
+    run.results.push_back(other);
   }
   Result bad = result("memory.sweep.read.8", 5, "B/s", {{"bytes", int64_t{8192}}});
   bad.status = Status::kInvalid;  // never plotted
@@ -282,20 +286,23 @@ TEST(Html, SweepsAndRoofline) {
   EXPECT_EQ(charts[0]["x_unit"], "B");
   EXPECT_FALSE(charts[0]["y_log"].get<bool>());
   ASSERT_EQ(charts[0]["series"].size(), 2u);
-  EXPECT_EQ(charts[0]["series"][0]["label"], "H200 (pattern=linear)");
-  EXPECT_EQ(charts[0]["series"][1]["label"], "H200 (pattern=random)");
+  // Results of a two-GPU run name the GPU's index.
+  EXPECT_EQ(charts[0]["series"][0]["label"], "H200 #0 (pattern=linear)");
+  EXPECT_EQ(charts[0]["series"][1]["label"], "H200 #0 (pattern=random)");
   EXPECT_EQ(charts[0]["series"][0]["points"].size(), 3u);
   EXPECT_EQ(charts[0]["series"][0]["points"][0][0], 4096);
   EXPECT_EQ(charts[1]["title"], "Latency vs size: memory.latency");
   EXPECT_TRUE(charts[1]["y_log"].get<bool>());
-  EXPECT_EQ(charts[1]["series"][0]["label"], "H200");
+  ASSERT_EQ(charts[1]["series"].size(), 2u);
+  EXPECT_EQ(charts[1]["series"][0]["label"], "H200 #0");
+  EXPECT_EQ(charts[1]["series"][1]["label"], "<script>alert(1)</script> #1");
   EXPECT_EQ(charts[2]["title"], "Roofline");
   ASSERT_EQ(charts[2]["series"].size(), 4u);
-  EXPECT_EQ(charts[2]["series"][0]["label"], "H200 fp32");
+  EXPECT_EQ(charts[2]["series"][0]["label"], "H200 #0 fp32");
   EXPECT_EQ(charts[2]["series"][0]["points"].size(), 3u);
-  EXPECT_EQ(charts[2]["series"][1]["label"], "H200 bf16");
+  EXPECT_EQ(charts[2]["series"][1]["label"], "H200 #0 bf16");
   EXPECT_EQ(charts[2]["series"][2]["role"], "roof");
-  EXPECT_EQ(charts[2]["series"][2]["label"], "roof: H200 fp32");
+  EXPECT_EQ(charts[2]["series"][2]["label"], "roof: H200 #0 fp32");
   // Roofs over 0.25 .. 1024 FLOP/B, with their knees at peak / bandwidth.
   const auto& ridge_roof = charts[2]["series"][2]["points"];
   ASSERT_EQ(ridge_roof.size(), 3u);

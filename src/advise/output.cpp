@@ -1,7 +1,9 @@
 #include "advise/output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -120,12 +122,50 @@ TableView ranking_table(const Advice& a) {
   return t;
 }
 
+namespace {
+
+// What a candidate's figure rests on: "measured" (an end-to-end measurement),
+// "measured peak × MFU" (an estimate from a measured GEMM), "published", "datasheet ×
+// MFU" (an estimate from the datasheet); "" when unusable.
+std::string basis_class(const Candidate& c, bool train) {
+  if (!c.usable) return "";
+  const std::string& kind = train ? c.rate->basis : c.memory_bw->basis;
+  const bool estimate = c.basis.find("×") != std::string::npos;
+  if (kind == "measured") return estimate ? "measured peak × MFU" : "measured";
+  if (kind == "published") return "published";
+  return train ? "datasheet × MFU" : "datasheet";
+}
+
+}  // namespace
+
+std::string bases_line(const Advice& a) {
+  const bool train = a.request.mode == Mode::kTrain;
+  std::vector<std::pair<std::string, std::vector<std::string>>> by;  // class -> GPUs
+  for (const Candidate& c : a.ranked) {
+    const std::string k = basis_class(c, train);
+    if (k.empty() || !c.fits) continue;
+    auto it = std::find_if(by.begin(), by.end(), [&](const auto& e) { return e.first == k; });
+    if (it == by.end()) it = by.insert(by.end(), {k, {}});
+    it->second.push_back(c.gpu->id);
+  }
+  if (by.size() < 2) return "";
+  std::vector<std::string> parts;
+  for (const auto& [k, gpus] : by)
+    parts.push_back(gpus.size() <= 3 ? fmt::format("{} ({})", k, fmt::join(gpus, ", "))
+                                     : fmt::format("{} ({} GPUs)", k, gpus.size()));
+  return fmt::format(
+      "The ranking mixes bases: {}. A measurement and an estimate are not like with like; "
+      "their order is indicative only (measure each with `gpuvs run` to rank on one basis).",
+      fmt::join(parts, "; "));
+}
+
 std::string render_below_table(const Advice& a, bool explain) {
   std::string out;
   out += fmt::format(
       "\nRanked by {}; GPUs that do not fit follow, then those the catalogue "
       "cannot judge.\n",
       ranked_by_text(a));
+  if (const std::string mixed = bases_line(a); !mixed.empty()) out += mixed + "\n";
   out += a.naive_line + "\n";
   if (!a.currency.empty()) {
     out += fmt::format("\nPrices: {}", a.prices_name);
@@ -252,6 +292,7 @@ std::string render_json(const Advice& a) {
     if (c.usable) kind = train ? c.rate->basis : c.memory_bw->basis;
     e["basis"] = c.usable ? ojson(kind) : ojson(nullptr);  // measured | published | datasheet
     e["basis_text"] = c.usable ? ojson(c.basis) : ojson(nullptr);
+    e["basis_class"] = c.usable ? ojson(basis_class(c, train)) : ojson(nullptr);
     e["rate_flops"] = c.rate && !c.rate->samples_per_s ? ojson(c.rate->rate()) : ojson(nullptr);
     e["rate_samples_per_s"] = c.rate ? opt(c.rate->samples_per_s) : ojson(nullptr);
     if (train) {
@@ -282,6 +323,9 @@ std::string render_json(const Advice& a) {
                           {"pick", a.naive_pick.empty() ? ojson(nullptr) : ojson(a.naive_pick)},
                           {"line", a.naive_line}};
   j["notes"] = a.notes;
+  const std::string mixed = bases_line(a);
+  j["bases_mixed"] = !mixed.empty();
+  j["bases_note"] = mixed.empty() ? ojson(nullptr) : ojson(mixed);
   return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 

@@ -21,6 +21,10 @@ struct TableView {
 std::string render_title(const Advice& advice);
 TableView ranking_table(const Advice& advice);
 std::string render_below_table(const Advice& advice, bool explain);
+// One line when the usable candidates' figures rest on different bases (a
+// measurement, a measured peak × MFU, a published figure, datasheet × MFU), naming
+// which rests on which; "" when they share one.
+std::string bases_line(const Advice& advice);
 std::string render_json(const Advice& advice);
 
 }  // namespace gpuvs::advise

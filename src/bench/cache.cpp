@@ -10,13 +10,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/cache_kernels.h"
 #include "bench/mem_util.h"
-#include "bench/registry.h"
 #include "bench/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -83,7 +84,7 @@ std::vector<Result> run_cache(BenchContext& ctx) {
   {
     const size_t bytes = (l2 / 4) & ~size_t{8 * 1024 - 1};  // whole periods of the values
     ResultSpec spec;
-    spec.id = "memory.l2.read";
+    spec.id = result_id(Family::kL2Read);
     spec.name = "L2 read";
     spec.devices = {ctx.device};
     spec.parameters = {{"working_set_bytes", static_cast<int64_t>(bytes)},
@@ -116,7 +117,7 @@ std::vector<Result> run_cache(BenchContext& ctx) {
                                  expected)};
     };
     ResultSpec spec;
-    spec.id = "memory.smem.read";
+    spec.id = result_id(Family::kSmemRead);
     spec.name = "Shared-memory read";
     spec.devices = {ctx.device};
     spec.parameters = {{"grid", static_cast<int64_t>(grid)},
@@ -139,7 +140,7 @@ std::vector<Result> run_cache(BenchContext& ctx) {
   if (!ctx.quick) {
     for (size_t bytes = size_t{1} << 20; bytes <= max_bytes; bytes *= 2) {
       ResultSpec spec;
-      spec.id = "memory.read_sweep";
+      spec.id = result_id(Family::kReadSweep);
       spec.name = "Read bandwidth vs working set";
       spec.devices = {ctx.device};
       spec.parameters = {{"bytes", static_cast<int64_t>(bytes)},

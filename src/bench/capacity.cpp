@@ -8,10 +8,11 @@
 
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/mem_util.h"
 #include "bench/pattern.h"
-#include "bench/registry.h"
 #include "gpu/device.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -78,7 +79,7 @@ std::vector<Result> run_capacity(BenchContext& ctx) {
       one.push_back(DeviceBuffer(ok));
       v = check_written(one, scratch, stream.get());
     }
-    Result r = quantity_result("memory.capacity.largest_allocation", "Largest single allocation",
+    Result r = quantity_result(result_id(Family::kLargestAllocation), "Largest single allocation",
                                {ctx.device}, static_cast<double>(ok), "B", peak, v);
     r.parameters = {{"granularity_bytes", static_cast<int64_t>(grain)},
                     {"free_bytes_before", static_cast<int64_t>(free_b)}};
@@ -98,7 +99,7 @@ std::vector<Result> run_capacity(BenchContext& ctx) {
     }
     const Validation v = pieces.empty() ? Validation{false, "no allocation succeeded"}
                                         : check_written(pieces, scratch, stream.get());
-    Result r = quantity_result("memory.capacity.total_allocatable", "Total allocatable memory",
+    Result r = quantity_result(result_id(Family::kTotalAllocatable), "Total allocatable memory",
                                {ctx.device}, static_cast<double>(sum), "B", peak, v);
     r.parameters = {{"pieces", static_cast<int64_t>(pieces.size())},
                     {"smallest_piece_bytes", static_cast<int64_t>(ctx.quick ? grain : 2 << 20)},

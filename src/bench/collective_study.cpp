@@ -12,6 +12,7 @@
 
 #include "bench/collectives.h"
 #include "comm/world.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -50,7 +51,7 @@ class EnvScope {
 Result not_measured(const BenchContext& ctx, const std::string& op, const std::string& algo,
                     const std::string& proto, const std::string& why) {
   Result r;
-  r.id = fmt::format("collective.{}.busbw", op);
+  r.id = result_id(Family::kCollectiveBusbw, {op});
   r.name = fmt::format("{} bus bandwidth", op);
   if (ctx.world == nullptr) r.devices = ctx.devices;
   r.parameters = {{"algo", algo},

@@ -27,6 +27,7 @@
 #include "core/units.h"
 #include "gpu/check.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -255,7 +256,7 @@ std::map<std::string, ParamValue> parameters(const std::string& op, const OpShap
 // The busbw result from the time result of the same samples.
 Result busbw_of(const Result& time, const std::string& op, const OpShape& s) {
   Result r = time;
-  r.id = fmt::format("collective.{}.busbw", op);
+  r.id = result_id(Family::kCollectiveBusbw, {op});
   r.name = fmt::format("{} bus bandwidth", op);
   r.unit = "B/s";
   r.samples.clear();
@@ -402,7 +403,7 @@ void measure_op(CollectiveSweep& sweep, const std::string& op, std::span<const i
       g.wait(what);
       CollectiveTimed timed(sweep, buffers, op, *shape, graph, what);
       ResultSpec spec;
-      spec.id = fmt::format("collective.{}.time", op);
+      spec.id = result_id(Family::kCollectiveTime, {op});
       spec.name = fmt::format("{} time per operation", op);
       spec.devices = sweep.result_devices;
       spec.parameters = parameters(op, *shape, n, sweep, graph);
@@ -545,9 +546,9 @@ void run_nccl_tests_beside(const BenchContext& ctx, const std::string& op,
         }
         out.push_back(std::move(r));
       };
-      make(fmt::format("collective.{}.busbw.nccl_tests", op),
+      make(result_id(Family::kNcclTestsBusbw, {op}),
            fmt::format("{} bus bandwidth (nccl-tests)", op), *row.oop_busbw_gbs * 1e9, "B/s");
-      make(fmt::format("collective.{}.time.nccl_tests", op),
+      make(result_id(Family::kNcclTestsTime, {op}),
            fmt::format("{} time per operation (nccl-tests)", op), *row.oop_time_us * 1e-6, "s");
     }
   }
@@ -558,7 +559,7 @@ void run_nccl_tests_beside(const BenchContext& ctx, const std::string& op,
 std::vector<Result> run_collectives(BenchContext& ctx) {
   if (collective_ranks(ctx) < 2) {
     Result r;
-    r.id = "collective.all_reduce.busbw";
+    r.id = result_id(Family::kCollectiveBusbw, {"all_reduce"});
     r.name = "all_reduce bus bandwidth";
     r.devices = ctx.devices;
     r.status = Status::kUnsupported;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/registry.h"
+#include "bench/benchmarks.h"
 #include "comm/collective_options.h"
 #include "comm/nccl_comm.h"
 

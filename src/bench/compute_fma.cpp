@@ -21,11 +21,12 @@
 #include <vector>
 
 #include "bench/arch_rates.h"
+#include "bench/benchmarks.h"
 #include "bench/fma_kernels.h"
-#include "bench/registry.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -59,7 +60,7 @@ Result run_one(BenchContext& ctx, const FmaKind& kind, const GpuInfo& gpu,
                std::optional<int> max_mhz, Stream& stream) {
   const bool op_unit = kind.type == FmaType::kInt32;
   const std::string unit = op_unit ? "OP/s" : "FLOP/s";
-  const std::string id = fmt::format("compute.fma.{}", kind.name);
+  const std::string id = result_id(Family::kFma, {kind.name});
   if (compute_capability_x10(gpu.compute_capability) < kind.min_cc)
     return unsupported_result(
         id, std::string(kind.label), ctx.device, {}, unit,

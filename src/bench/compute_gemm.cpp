@@ -23,11 +23,12 @@
 #include <vector>
 
 #include "bench/arch_rates.h"
+#include "bench/benchmarks.h"
 #include "bench/gemm.h"
-#include "bench/registry.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -192,8 +193,8 @@ std::vector<Result> run_gemm_bench(BenchContext& ctx, const GemmBenchOptions& op
   std::vector<Result> results;
   for (GemmPrecision p : precisions) {
     const GemmTypes& t = gemm_types(p);
-    const std::string id = fmt::format("compute.gemm.{}", t.name);
-    const std::string best_id = id + ".best";
+    const std::string id = result_id(Family::kGemm, {t.name});
+    const std::string best_id = result_id(Family::kGemmBest, {t.name});
     const std::map<std::string, ParamValue> base = {{"m", options.standard.m},
                                                     {"n", options.standard.n},
                                                     {"k", options.standard.k},
@@ -260,7 +261,8 @@ std::vector<Result> run_gemm_bench(BenchContext& ctx, const GemmBenchOptions& op
       std::map<std::string, ParamValue> p_sus = params(t, *standard);
       p_sus["preload_s"] = options.preload_s;
       preload(runner, *standard, options.preload_s, stream.get());
-      results.push_back(measure_gemm(ctx, runner, *standard, facts, id + ".sustained",
+      results.push_back(measure_gemm(ctx, runner, *standard, facts,
+                                     result_id(Family::kGemmSustained, {t.name}),
                                      fmt::format("{}, sustained", t.label), std::move(p_sus),
                                      stream.get(), sustained_options(ctx.options)));
     }

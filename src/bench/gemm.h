@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "bench/arch_rates.h"
+#include "bench/benchmarks.h"
 #include "bench/gemm_check.h"
-#include "bench/registry.h"
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
 #include "measure/harness.h"
@@ -118,7 +118,7 @@ class GemmRunner {
 // One line for a Result's validation field.
 std::string describe_check(const GemmCheck& c, const GemmTolerance& t);
 
-// What compute.gemm runs; run_compute_gemm (registry.h) picks these from the context.
+// What compute.gemm runs; run_compute_gemm (benchmarks.h) picks these from the context.
 struct GemmBenchOptions {
   std::vector<GemmPrecision> precisions;  // empty: every precision, in table order
   GemmShape standard{8192, 8192, 8192};

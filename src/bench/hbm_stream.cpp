@@ -13,13 +13,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/mem_util.h"
-#include "bench/registry.h"
 #include "bench/stream_kernels.h"
 #include "core/stats.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -122,7 +123,7 @@ std::vector<Result> run_hbm(BenchContext& ctx) {
 
     const StreamVariant& v = variants[best];
     ResultSpec spec;
-    spec.id = fmt::format("memory.hbm.{}", stream_op_name(op));
+    spec.id = result_id(Family::kHbmStream, {stream_op_name(op)});
     spec.name = fmt::format("HBM {}", stream_op_name(op));
     spec.devices = {ctx.device};
     spec.parameters = {{"bytes_per_array", static_cast<int64_t>(array_bytes)},

@@ -16,14 +16,15 @@
 #include <thread>
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/host_kernels.h"
 #include "bench/mem_util.h"
 #include "bench/pattern.h"
-#include "bench/registry.h"
 #include "bench/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -111,10 +112,10 @@ const Result* find(const std::vector<Result>& results, std::string_view id, int6
 // is where zero-copy saves traffic.
 std::string zero_copy_verdict(const std::vector<Result>& results) {
   const int64_t b = static_cast<int64_t>(kZeroCopyStudyBytes);
-  const Result* zc = find(results, "host.zerocopy.read", b);
-  const Result* copy = find(results, "host.h2d.pinned", b);
-  const Result* reread = find(results, "host.zerocopy.reread", b);
-  const Result* sparse = find(results, "host.zerocopy.sparse", b);
+  const Result* zc = find(results, result_id(Family::kZeroCopy, {"read"}), b);
+  const Result* copy = find(results, result_id(Family::kHostCopy, {"h2d", "pinned"}), b);
+  const Result* reread = find(results, result_id(Family::kZeroCopy, {"reread"}), b);
+  const Result* sparse = find(results, result_id(Family::kZeroCopySparse), b);
   if (!zc || !copy || !reread || !sparse)
     return "no verdict: a figure it needs (zero-copy read, pinned copy, re-read or sparse read "
            "of 256 MiB) is missing or invalid";
@@ -195,7 +196,8 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     EventTimed timed(s1.get(), [&](cudaStream_t s) {
       copy(dev_dst.get(), pinned_src.get(), n, cudaMemcpyHostToDevice, s);
     });
-    record(spec_for("host.h2d.pinned", "Host to device, pinned", "pinned", n, double(n), true),
+    record(spec_for(result_id(Family::kHostCopy, {"h2d", "pinned"}), "Host to device, pinned",
+                    "pinned", n, double(n), true),
            timed, [&] { return device_check(dev_dst.get(), n, s1.get()); });
   }
   for (size_t n : sizes) {
@@ -203,7 +205,8 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     EventTimed timed(s1.get(), [&](cudaStream_t s) {
       copy(pinned_dst.get(), dev_src.get(), n, cudaMemcpyDeviceToHost, s);
     });
-    record(spec_for("host.d2h.pinned", "Device to host, pinned", "pinned", n, double(n), true),
+    record(spec_for(result_id(Family::kHostCopy, {"d2h", "pinned"}), "Device to host, pinned",
+                    "pinned", n, double(n), true),
            timed, [&] {
              s1.synchronize();
              return host_check(pinned_dst.get(), n);
@@ -220,12 +223,13 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
       join.record(s2.get());
       GPUVS_CUDA_CHECK(cudaStreamWaitEvent(s, join.get(), 0));
     });
-    record(spec_for("host.bidirectional.pinned", "Host link both ways at once, pinned", "pinned", n,
-                    2.0 * double(n), true, true),
-           timed, [&] {
-             const Validation d = device_check(dev_dst.get(), n, s1.get());
-             return both_checks(d, host_check(pinned_dst.get(), n));
-           });
+    record(
+        spec_for(result_id(Family::kHostCopy, {"bidirectional", "pinned"}),
+                 "Host link both ways at once, pinned", "pinned", n, 2.0 * double(n), true, true),
+        timed, [&] {
+          const Validation d = device_check(dev_dst.get(), n, s1.get());
+          return both_checks(d, host_check(pinned_dst.get(), n));
+        });
   }
 
   // Pageable: host clock.
@@ -234,18 +238,18 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     HostClockTimed timed(
         [&] { copy(dev_dst.get(), pageable_src.data(), n, cudaMemcpyHostToDevice, s1.get()); },
         [&] { s1.synchronize(); });
-    record(
-        spec_for("host.h2d.pageable", "Host to device, pageable", "pageable", n, double(n), true),
-        timed, [&] { return device_check(dev_dst.get(), n, s1.get()); });
+    record(spec_for(result_id(Family::kHostCopy, {"h2d", "pageable"}), "Host to device, pageable",
+                    "pageable", n, double(n), true),
+           timed, [&] { return device_check(dev_dst.get(), n, s1.get()); });
   }
   for (size_t n : sizes) {
     fill_pattern_host(pageable_dst.data(), n, true);
     HostClockTimed timed(
         [&] { copy(pageable_dst.data(), dev_src.get(), n, cudaMemcpyDeviceToHost, s1.get()); },
         [&] { s1.synchronize(); });
-    record(
-        spec_for("host.d2h.pageable", "Device to host, pageable", "pageable", n, double(n), true),
-        timed, [&] { return host_check(pageable_dst.data(), n); });
+    record(spec_for(result_id(Family::kHostCopy, {"d2h", "pageable"}), "Device to host, pageable",
+                    "pageable", n, double(n), true),
+           timed, [&] { return host_check(pageable_dst.data(), n); });
   }
   {
     // Both ways at once from pageable memory needs two calling threads: each call
@@ -270,8 +274,9 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
           GPUVS_CUDA_CHECK(back);
         },
         [&] { s1.synchronize(); });
-    record(spec_for("host.bidirectional.pageable", "Host link both ways at once, pageable",
-                    "pageable", n, 2.0 * double(n), true, true),
+    record(spec_for(result_id(Family::kHostCopy, {"bidirectional", "pageable"}),
+                    "Host link both ways at once, pageable", "pageable", n, 2.0 * double(n), true,
+                    true),
            timed, [&] {
              const Validation d = device_check(dev_dst.get(), n, s1.get());
              return both_checks(d, host_check(pageable_dst.data(), n));
@@ -284,8 +289,8 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     EventTimed timed(s1.get(), [&](cudaStream_t s) {
       launch_zero_copy_read(mapped_src, n, 1, partials.as<uint64_t>(), s);
     });
-    record(spec_for("host.zerocopy.read", "Zero-copy read (kernel reads host memory)", "mapped", n,
-                    double(n), true),
+    record(spec_for(result_id(Family::kZeroCopy, {"read"}),
+                    "Zero-copy read (kernel reads host memory)", "mapped", n, double(n), true),
            timed, [&]() -> Validation {
              s1.synchronize();
              const uint64_t got = sum_partials(partials, grid), want = sums.prefix(n / 4);
@@ -297,8 +302,8 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
   for (size_t n : sizes) {
     fill_pattern_host(pinned_dst.get(), n, true);
     EventTimed timed(s1.get(), [&](cudaStream_t s) { launch_zero_copy_write(mapped_dst, n, s); });
-    record(spec_for("host.zerocopy.write", "Zero-copy write (kernel writes host memory)", "mapped",
-                    n, double(n), true),
+    record(spec_for(result_id(Family::kZeroCopy, {"write"}),
+                    "Zero-copy write (kernel writes host memory)", "mapped", n, double(n), true),
            timed, [&] {
              s1.synchronize();
              return host_check(pinned_dst.get(), n);
@@ -308,13 +313,13 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     fill_pattern_host(pinned_dst.get(), n, true);
     EventTimed timed(s1.get(),
                      [&](cudaStream_t s) { launch_copy(mapped_src, mapped_dst, n / 16, s); });
-    record(
-        spec_for("host.zerocopy.bidirectional", "Zero-copy both ways (kernel copies host to host)",
-                 "mapped", n, 2.0 * double(n), true, true),
-        timed, [&] {
-          s1.synchronize();
-          return host_check(pinned_dst.get(), n);
-        });
+    record(spec_for(result_id(Family::kZeroCopy, {"bidirectional"}),
+                    "Zero-copy both ways (kernel copies host to host)", "mapped", n,
+                    2.0 * double(n), true, true),
+           timed, [&] {
+             s1.synchronize();
+             return host_check(pinned_dst.get(), n);
+           });
   }
 
   // The zero-copy study: a second pass, and sparse access.
@@ -323,8 +328,8 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     EventTimed timed(s1.get(), [&](cudaStream_t s) {
       launch_zero_copy_read(mapped_src, n, 2, partials.as<uint64_t>(), s);
     });
-    ResultSpec spec = spec_for("host.zerocopy.reread", "Zero-copy read, two passes", "mapped", n,
-                               2.0 * double(n), false);
+    ResultSpec spec = spec_for(result_id(Family::kZeroCopy, {"reread"}),
+                               "Zero-copy read, two passes", "mapped", n, 2.0 * double(n), false);
     spec.parameters["passes"] = int64_t{2};
     record(spec, timed, [&]() -> Validation {
       s1.synchronize();
@@ -339,7 +344,7 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
     EventTimed timed(s1.get(), [&](cudaStream_t s) {
       launch_zero_copy_sparse_read(mapped_src, n, kSparseStride, partials.as<uint64_t>(), s);
     });
-    ResultSpec spec = spec_for("host.zerocopy.sparse",
+    ResultSpec spec = spec_for(result_id(Family::kZeroCopySparse),
                                "Zero-copy sparse read (16 B of every 4 KiB), time for the buffer",
                                "mapped", n, 0, false);
     spec.headline = Headline::kLatency;

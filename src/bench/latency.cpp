@@ -11,10 +11,11 @@
 
 #include <algorithm>
 
+#include "bench/benchmarks.h"
 #include "bench/latency_kernels.h"
-#include "bench/registry.h"
 #include "gpu/check.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -81,7 +82,7 @@ std::vector<Result> run_latency(BenchContext& ctx) {
     stream.synchronize();
     ChaseTimed timed(stream.get(), buffer.get(), nodes, /*bypass=*/false);
     ResultSpec spec;
-    spec.id = "memory.latency";
+    spec.id = result_id(Family::kLatency);
     spec.name = "Load latency (pointer chase)";
     spec.devices = {ctx.device};
     spec.parameters = {{"bytes", static_cast<int64_t>(bytes)},

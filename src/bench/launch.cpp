@@ -15,12 +15,13 @@
 
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/launch_kernels.h"
 #include "bench/mem_util.h"
-#include "bench/registry.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -73,8 +74,8 @@ std::vector<Result> run_launch(BenchContext& ctx) {
           stream.synchronize();
         },
         [&] { stream.synchronize(); });
-    ResultSpec spec =
-        spec_for("launch.empty.latency", "Empty kernel: launch and wait", Headline::kLatency);
+    ResultSpec spec = spec_for(result_id(Family::kLaunchLatency), "Empty kernel: launch and wait",
+                               Headline::kLatency);
     spec.parameters = {{"clock", std::string("host steady_clock")}};
     results.push_back(measure_result(spec, timed, ctx.clock, ctx.options, &clocks, check_count));
   }
@@ -85,7 +86,7 @@ std::vector<Result> run_launch(BenchContext& ctx) {
       ++launched;
     });
     ResultSpec spec =
-        spec_for("launch.empty.throughput", "Empty kernels back to back", Headline::kItems);
+        spec_for(result_id(Family::kLaunchRate), "Empty kernels back to back", Headline::kItems);
     spec.items_per_iteration = 1;
     spec.items_unit = "launch/s";
     results.push_back(measure_result(spec, timed, ctx.clock, ctx.options, &clocks, check_count));
@@ -102,8 +103,8 @@ std::vector<Result> run_launch(BenchContext& ctx) {
       launched += graph.nodes();
     });
     PerItemTimed timed(replay, nodes);
-    ResultSpec spec =
-        spec_for("launch.graph.node", "CUDA graph replay, per kernel node", Headline::kLatency);
+    ResultSpec spec = spec_for(result_id(Family::kGraphNode), "CUDA graph replay, per kernel node",
+                               Headline::kLatency);
     spec.parameters = {{"nodes", static_cast<int64_t>(graph.nodes())}};
     results.push_back(measure_result(spec, timed, ctx.clock, per_item_options(ctx.options, nodes),
                                      &clocks, check_count));
@@ -148,7 +149,7 @@ std::vector<Result> run_launch(BenchContext& ctx) {
 
   poison_last();
   EventTimed on_stream(s0, chain);
-  results.push_back(measure_result(chain_spec("launch.chain.stream",
+  results.push_back(measure_result(chain_spec(result_id(Family::kLaunchChain, {"stream"}),
                                               "Chain of 16 small kernels, "
                                               "stream launches"),
                                    on_stream, ctx.clock, ctx.options, &clocks, check_chain));
@@ -158,9 +159,9 @@ std::vector<Result> run_launch(BenchContext& ctx) {
   const GraphExec chain_graph(s0, chain);
   poison_last();
   EventTimed as_graph(s0, [&](cudaStream_t s) { chain_graph.launch(s); });
-  Result graph_result =
-      measure_result(chain_spec("launch.chain.graph", "Chain of 16 small kernels, one CUDA graph"),
-                     as_graph, ctx.clock, ctx.options, &clocks, check_chain);
+  Result graph_result = measure_result(chain_spec(result_id(Family::kLaunchChain, {"graph"}),
+                                                  "Chain of 16 small kernels, one CUDA graph"),
+                                       as_graph, ctx.clock, ctx.options, &clocks, check_chain);
   if (graph_result.status == Status::kOk && stream_s > 0 && graph_result.value > 0)
     graph_result.parameters["speedup_over_stream"] = stream_s / graph_result.value;
   results.push_back(std::move(graph_result));

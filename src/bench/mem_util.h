@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "bench/registry.h"
+#include "bench/benchmarks.h"
 #include "core/run_file.h"
 #include "measure/harness.h"
 

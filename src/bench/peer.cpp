@@ -18,16 +18,17 @@
 #include <optional>
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/latency.h"
 #include "bench/latency_kernels.h"
 #include "bench/mem_util.h"
 #include "bench/pattern.h"
-#include "bench/registry.h"
 #include "bench/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/nvml.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -209,7 +210,7 @@ std::vector<Result> run_peer(BenchContext& ctx) {
   const std::vector<int>& devices = ctx.devices;
   if (devices.size() < 2)
     return {unsupported_result(
-        "peer.link", "Peer links", {ctx.device},
+        result_id(Family::kPeerLink), "Peer links", {ctx.device},
         fmt::format("{} GPU selected: peer links need two or more", devices.size()))};
 
   const DeviceScope outer(ctx.device);  // restores the caller's device after the Gpus go
@@ -278,16 +279,17 @@ std::vector<Result> run_peer(BenchContext& ctx) {
                                                src.device, bytes, s));
         });
         results.push_back(measure_result(
-            spec_for("peer.ce.unidirectional", "Peer copy, copy engine, one way", i, j, path,
-                     Headline::kBandwidth, 1),
+            spec_for(result_id(Family::kPeerCopy, {"ce", "unidirectional"}),
+                     "Peer copy, copy engine, one way", i, j, path, Headline::kBandwidth, 1),
             timed, ctx.clock, ctx.options, clocks[i].get(), [&] { return received(dst, bytes); }));
       }
 
       if (!path.peer_access) {
-        results.push_back(peer_missing("peer.sm.unidirectional",
+        results.push_back(peer_missing(result_id(Family::kPeerCopy, {"sm", "unidirectional"}),
                                        "Peer copy, SM-driven (kernel writes the peer), one way", i,
                                        j, path));
-        results.push_back(peer_missing("peer.latency", "Peer load latency", i, j, path));
+        results.push_back(
+            peer_missing(result_id(Family::kPeerLatency), "Peer load latency", i, j, path));
         continue;
       }
       poison(dst, bytes);
@@ -296,7 +298,7 @@ std::vector<Result> run_peer(BenchContext& ctx) {
           launch_copy(src.send.get(), dst.recv.get(), n16, s);
         });
         results.push_back(measure_result(
-            spec_for("peer.sm.unidirectional",
+            spec_for(result_id(Family::kPeerCopy, {"sm", "unidirectional"}),
                      "Peer copy, SM-driven (kernel writes the peer), one way", i, j, path,
                      Headline::kBandwidth, 1),
             timed, ctx.clock, ctx.options, clocks[i].get(), [&] { return received(dst, bytes); }));
@@ -309,8 +311,9 @@ std::vector<Result> run_peer(BenchContext& ctx) {
           dst.stream.synchronize();
         }
         ChaseTimed timed(src.stream.get(), dst.chase.get(), nodes, /*bypass=*/true);
-        ResultSpec spec = spec_for("peer.latency", "Peer load latency (dependent loads)", i, j,
-                                   path, Headline::kLatency, 1);
+        ResultSpec spec =
+            spec_for(result_id(Family::kPeerLatency), "Peer load latency (dependent loads)", i, j,
+                     path, Headline::kLatency, 1);
         spec.parameters["working_set_bytes"] = static_cast<int64_t>(kChaseBytes);
         results.push_back(measure_result(spec, timed, ctx.clock, latency_options(ctx.options),
                                          clocks[i].get(), [&] { return timed.check(); }));
@@ -344,13 +347,14 @@ std::vector<Result> run_peer(BenchContext& ctx) {
                                                from.device, bytes, s));
         });
         results.push_back(measure_result(
-            spec_for("peer.ce.bidirectional", "Peer copy, copy engine, both ways at once", i, j,
-                     path, Headline::kBandwidth, 2),
+            spec_for(result_id(Family::kPeerCopy, {"ce", "bidirectional"}),
+                     "Peer copy, copy engine, both ways at once", i, j, path, Headline::kBandwidth,
+                     2),
             timed, ctx.clock, both_ways_options(ctx.options), clocks[i].get(), both_received));
       }
 
       if (!both_access) {
-        results.push_back(peer_missing("peer.sm.bidirectional",
+        results.push_back(peer_missing(result_id(Family::kPeerCopy, {"sm", "bidirectional"}),
                                        "Peer copy, SM-driven, both ways at once", i, j, path));
         continue;
       }
@@ -361,8 +365,9 @@ std::vector<Result> run_peer(BenchContext& ctx) {
           launch_copy(from.send.get(), to.recv.get(), n16, s);
         });
         results.push_back(measure_result(
-            spec_for("peer.sm.bidirectional", "Peer copy, SM-driven, both ways at once", i, j, path,
-                     Headline::kBandwidth, 2),
+            spec_for(result_id(Family::kPeerCopy, {"sm", "bidirectional"}),
+                     "Peer copy, SM-driven, both ways at once", i, j, path, Headline::kBandwidth,
+                     2),
             timed, ctx.clock, both_ways_options(ctx.options), clocks[i].get(), both_received));
       }
     }

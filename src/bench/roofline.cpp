@@ -16,13 +16,14 @@
 #include <vector>
 
 #include "bench/arch_rates.h"
+#include "bench/benchmarks.h"
 #include "bench/gemm.h"
-#include "bench/registry.h"
 #include "bench/roofline.h"
 #include "core/stats.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "measure/cuda_timer.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -39,6 +40,8 @@ constexpr std::array<StreamKind, 3> kStreamKinds = {{
     {FmaType::kFp16x2, "fp16x2", "FP16x2 HFMA2"},
     {FmaType::kBf16x2, "bf16x2", "BF16x2 HFMA2"},
 }};
+// The GEMM curve's kind: roofline.gemm.bf16.
+constexpr std::string_view kGemmKind = "gemm.bf16";
 constexpr std::array<int, 12> kSteps = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
 constexpr std::array<int64_t, 7> kGemmSizes = {256, 512, 1024, 2048, 4096, 8192, 16384};
 constexpr double kGemmRestSeconds = 0.5;
@@ -136,7 +139,7 @@ std::vector<Result> stream_sweep(BenchContext& ctx, const StreamKind& kind, cons
                           bad, worst)};
     };
     ResultSpec spec;
-    spec.id = fmt::format("roofline.{}", kind.name);
+    spec.id = result_id(Family::kRoofline, {kind.name});
     spec.name = fmt::format("Roofline {} ({} FMA per element)", kind.label, k);
     spec.devices = {ctx.device};
     spec.parameters = {{"intensity", flops / moved},
@@ -170,7 +173,7 @@ std::vector<Result> gemm_sweep(BenchContext& ctx, Stream& stream) {
     if (!algo) continue;
     const double moved = gemm_operand_bytes(p, shape);
     ResultSpec spec;
-    spec.id = "roofline.gemm.bf16";
+    spec.id = result_id(Family::kRoofline, {kGemmKind});
     spec.name = fmt::format("Roofline BF16 GEMM {}^3", s);
     spec.devices = {ctx.device};
     spec.parameters = {{"intensity", shape.flops() / moved},
@@ -215,10 +218,13 @@ Roofs roofs(const std::vector<Result>& points) {
   return r;
 }
 
-Result ridge_result(const std::string& kind_id, const std::string& label, int device,
+// The ridge of roofline.<kind>: peak from `compute`'s points, bandwidth from `memory`'s
+// (`memory_id`'s points).
+Result ridge_result(std::string_view kind, const std::string& label, int device,
                     const Result* compute, const Result* memory, const std::string& memory_id) {
+  const std::string kind_id = result_id(Family::kRoofline, {kind});
   Result r;
-  r.id = kind_id + ".ridge";
+  r.id = result_id(Family::kRooflineRidge, {kind});
   r.name = fmt::format("Ridge point, {}", label);
   r.devices = {device};
   r.unit = "FLOP/B";
@@ -257,9 +263,9 @@ std::vector<Result> run_compute_roofline(BenchContext& ctx) {
     if (kind.type == FmaType::kBf16x2 && compute_capability_x10(gpu.compute_capability) < 80)
       continue;
     std::vector<Result> points = stream_sweep(ctx, kind, gpu, stream);
-    const std::string id = fmt::format("roofline.{}", kind.name);
     const Roofs r = roofs(points);
-    Result ridge = ridge_result(id, std::string(kind.label), ctx.device, r.compute, r.memory, id);
+    Result ridge = ridge_result(kind.name, std::string(kind.label), ctx.device, r.compute, r.memory,
+                                result_id(Family::kRoofline, {kind.name}));
     results.insert(results.end(), points.begin(), points.end());
     results.push_back(std::move(ridge));
     if (kind.type == FmaType::kFp32) fp32_points = std::move(points);
@@ -267,8 +273,8 @@ std::vector<Result> run_compute_roofline(BenchContext& ctx) {
   fp32 = roofs(fp32_points);
   std::vector<Result> gemm = gemm_sweep(ctx, stream);
   const Roofs g = roofs(gemm);
-  Result ridge = ridge_result("roofline.gemm.bf16", "BF16 GEMM", ctx.device, g.compute, fp32.memory,
-                              "roofline.fp32");
+  Result ridge = ridge_result(kGemmKind, "BF16 GEMM", ctx.device, g.compute, fp32.memory,
+                              result_id(Family::kRoofline, {"fp32"}));
   results.insert(results.end(), gemm.begin(), gemm.end());
   results.push_back(std::move(ridge));
   return results;

@@ -3,11 +3,14 @@
 
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/app.h"
 #include "cli/session.h"
+#include "suite/produces.h"
 
 #if GPUVS_HAVE_CUDA
-#include "bench/registry.h"
+#include "suite/registry.h"
 #endif
 
 namespace gpuvs::cli {
@@ -47,6 +50,46 @@ comm::CollectiveOptions collective_options(const BenchArgs& a) {
 }
 #endif
 
+// The table of benchmarks (suite/produces.h) and what each writes; a build without
+// CUDA lists them too, so a reader of run files can look an id up anywhere.
+void print_list(bool json) {
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const BenchmarkDef& b : benchmark_defs()) {
+      nlohmann::json results = nlohmann::json::array();
+      for (Family f : b.writes) {
+        const FamilyDef& d = family_def(f);
+        nlohmann::json config = nlohmann::json::array();
+        for (const ConfigParameter& c : d.config)
+          config.push_back(std::string(c.name));
+        results.push_back({{"id", std::string(d.pattern)},
+                           {"unit", std::string(d.unit)},
+                           {"what", std::string(d.what)},
+                           {"ids", expand_family(d)},
+                           {"config", std::move(config)}});
+      }
+      list.push_back({{"name", std::string(b.name)},
+                      {"group", std::string(b.group)},
+                      {"summary", std::string(b.summary)},
+                      {"in_run", b.in_run},
+                      {"scope", b.scope == BenchScope::kAllDevices ? "all_devices" : "per_device"},
+                      {"results", std::move(results)}});
+    }
+    fmt::print(
+        "{}\n",
+        nlohmann::json{{"schema", "gpuvs.benchmarks/1"}, {"benchmarks", std::move(list)}}.dump(2));
+    return;
+  }
+  for (const BenchmarkDef& b : benchmark_defs()) {
+    fmt::print("{:<22} {:<12} {}{}\n", b.name, b.group, b.summary,
+               b.in_run ? "" : " (not in `gpuvs run`)");
+    for (Family f : b.writes) {
+      const FamilyDef& d = family_def(f);
+      fmt::print("  {:<48} {:<9} {}\n", d.pattern, d.unit.empty() ? "-" : d.unit, d.what);
+    }
+  }
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app, CliContext& ctx) {
@@ -57,7 +100,8 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
       "launch); --list shows them");
   sub->add_option("names", args->names, "Benchmarks or groups to run (default: all)");
   sub->add_option("--gpu", args->gpus, "GPUs to measure, e.g. 0,1 (default: all)");
-  sub->add_flag("--list", args->list, "List the benchmarks and exit");
+  sub->add_flag("--list", args->list,
+                "List the benchmarks and the result ids each writes, and exit (--json: as JSON)");
   sub->add_flag("--quick", args->quick, "Short pass, as in `gpuvs run`");
   sub->add_option("--monitor-interval", args->monitor_interval_ms,
                   "Milliseconds between utilization samples of the measured GPUs (default "
@@ -105,13 +149,12 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
                   "Directory of NVIDIA nccl-tests binaries to run beside gpuvs, same sizes")
       ->group(coll);
   sub->callback([&ctx, args] {
-#if GPUVS_HAVE_CUDA
     if (args->list) {
-      for (const BenchmarkInfo& b : benchmarks())
-        fmt::print("{:<22} {:<12} {}\n", b.name, b.group, b.summary);
+      print_list(ctx.global.json);
       ctx.exit_code = ExitCode::kOk;
       return;
     }
+#if GPUVS_HAVE_CUDA
     SessionOptions options;
     options.command = "bench";
     options.gpu_list = args->gpus;

@@ -25,6 +25,7 @@ namespace {
 
 struct CompareArgs {
   std::vector<std::string> inputs;
+  std::vector<std::string> labels;  // --label, one per input in order
   std::string baseline;
   std::string claims;
   std::string format = "table";
@@ -90,9 +91,15 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
   // its ids are the built-in ones.
   const Published& published = Published::builtin();
 
+  if (args.labels.size() > args.inputs.size())
+    throw UsageError(fmt::format("{} --label for {} input{}: give one label per input, in order",
+                                 args.labels.size(), args.inputs.size(),
+                                 args.inputs.size() == 1 ? "" : "s"));
   std::deque<RunFile> runs;  // stable addresses for the inputs
   std::vector<CompareInput> inputs;
-  for (const std::string& arg : args.inputs) {
+  for (size_t k = 0; k < args.inputs.size(); ++k) {
+    const std::string& arg = args.inputs[k];
+    const std::string label = k < args.labels.size() ? args.labels[k] : "";
     if (is_run_file_arg(arg)) {
       runs.push_back(load_run_file(arg));
       const RunFile& run = runs.back();
@@ -103,11 +110,15 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
         in.run = &run;
         in.gpu_index = g.index;
         in.run_ref = arg;
+        // One label for a run of several GPUs: each GPU is "LABEL #index".
+        if (!label.empty())
+          in.label = run.system.gpus.size() > 1 ? fmt::format("{} #{}", label, g.index) : label;
         inputs.push_back(in);
       }
     } else {
       CompareInput in;
       in.spec = &catalogue.get(arg);
+      in.label = label;
       inputs.push_back(in);
     }
   }
@@ -202,6 +213,9 @@ void add_compare_command(CLI::App& app, CliContext& ctx) {
       "FILE judges claimed figures");
   sub->add_option("inputs", args->inputs,
                   "Run files (*.json) and catalogue GPU names (`gpuvs specs list`)");
+  sub->add_option("--label", args->labels,
+                  "Column label of an input, once per input in their order (a run of several "
+                  "GPUs: LABEL #0, LABEL #1 ...); default: GPU, host, UUID and file");
   sub->add_option("--baseline", args->baseline,
                   "Column the others are compared with: number (1 = first) or name "
                   "(default: the first)");
@@ -218,8 +232,11 @@ void add_compare_command(CLI::App& app, CliContext& ctx) {
       ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--strict", args->strict, "Exit 1 when any claim is contradicted");
   sub->footer(
-      "Missing figures show as '-', never 0; invalid measurements as 'invalid'. "
-      "docs/compare.md explains the verdicts and the claims file format.");
+      "Output opens with a headline per column against the baseline. Ratios and verdicts only "
+      "between figures of one basis (measured/measured, datasheet/datasheet, published/published "
+      "of one setting); across bases: 'different basis'. Missing figures show as '-', never 0; "
+      "invalid measurements as 'invalid'. docs/compare.md explains the verdicts and the claims "
+      "file format.");
   sub->callback([&ctx, args] { run_compare(*args, ctx); });
 }
 

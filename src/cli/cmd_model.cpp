@@ -14,7 +14,7 @@
 #include "models/run_options.h"
 
 #if GPUVS_HAVE_CUDA
-#include "bench/registry.h"
+#include "suite/registry.h"
 #endif
 
 namespace gpuvs::cli {

@@ -16,7 +16,7 @@
 #include "report/render.h"
 
 #if GPUVS_HAVE_CUDA
-#include "bench/registry.h"
+#include "suite/registry.h"
 #endif
 
 namespace gpuvs::cli {

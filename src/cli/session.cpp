@@ -10,11 +10,11 @@
 #include "report/summary.h"
 
 #if GPUVS_HAVE_CUDA
-#include "bench/registry.h"
 #include "comm/nccl_comm.h"
 #include "comm/world.h"
 #include "gpu/probe.h"
 #include "monitor/nvml_source.h"
+#include "suite/registry.h"
 #endif
 
 namespace gpuvs::cli {
@@ -184,8 +184,11 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   // The HTML report beside the run file; the run file stands on its own if it fails.
   std::filesystem::path html = path;
   html.replace_extension(".html");
+  std::string headline;
   try {
-    write_run_html(run, html);
+    const RunReport report(run);
+    headline = report.headline();
+    report.write_html(html);
   } catch (const Error& e) {
     fmt::print(stderr, "gpuvs: no HTML report: {}\n", e.what());
     html.clear();
@@ -193,7 +196,8 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   if (global.json) {
     fmt::print("{}", to_json_text(run));
   } else {
-    fmt::print("{}\nrun file: {}\n", render_summary(run), path.string());
+    // The answer first (against the bundled reference GPU), then every result.
+    fmt::print("{}{}\nrun file: {}\n", headline, render_summary(run), path.string());
     if (!html.empty()) fmt::print("HTML report: {}\n", html.string());
   }
   std::fflush(stdout);

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "bench/registry.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/units.h"
 #include "gpu/check.h"
 #include "gpu/nvml.h"
 #include "measure/cuda_timer.h"
+#include "suite/context.h"
 
 namespace gpuvs::models {
 
@@ -58,13 +58,15 @@ double device_used_bytes() {
 }
 
 std::string model_display_name(const std::string& model) {
-  if (model == "resnet50") return "ResNet-50";
-  if (model == "bert-large") return "BERT-large";
-  return model;
+  const ModelDef* def = find_model_def(model);
+  return def ? std::string(def->display) : model;
 }
 
-std::string result_id_base(const ModelConfig& c) {
-  return fmt::format("model.{}.{}.{}", c.model, to_string(c.mode), to_string(c.precision));
+std::string model_result_id(Family family, const ModelConfig& c, std::string_view layer) {
+  std::vector<std::string> values = {c.model, std::string(to_string(c.mode)),
+                                     std::string(to_string(c.precision))};
+  if (!layer.empty()) values.emplace_back(layer);
+  return result_id(family, values);
 }
 
 namespace {
@@ -220,8 +222,7 @@ int step_window(const ModelRunOptions& run, bool quick, double step_s) {
   return std::clamp(n, lo, 200);
 }
 
-void add_layer_profile(Model& m, const Result& headline, const std::string& base, int steps,
-                       std::vector<Result>& out) {
+void add_layer_profile(Model& m, const Result& headline, int steps, std::vector<Result>& out) {
   m.enable_layer_timing(true);
   for (int i = 0; i < steps; ++i)
     enqueue_step(m);
@@ -232,7 +233,8 @@ void add_layer_profile(Model& m, const Result& headline, const std::string& base
     // "fwd layer1.0.conv1" -> "...layer.fwd.layer1.0.conv1": ids are dotted, no spaces.
     std::string key = layer;
     std::replace(key.begin(), key.end(), ' ', '.');
-    Result r = quantity(base + ".layer." + key, "layer " + layer, headline, seconds / steps, "s");
+    Result r = quantity(model_result_id(Family::kModelLayer, m.config(), key), "layer " + layer,
+                        headline, seconds / steps, "s");
     r.parameters["profile_steps"] = int64_t{steps};
     r.validation = fmt::format("CUDA events around the layer, mean of {} eager steps", steps);
     inherit_status(r, headline);
@@ -249,7 +251,8 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   const GpuInfo& gpu = ctx.system.gpus.at(ctx.device);
   auto progress = [&](const std::string& what) {
     if (ctx.progress)
-      ctx.progress(fmt::format("{} batch {}: {}", result_id_base(cfg), cfg.batch, what));
+      ctx.progress(fmt::format("{} batch {}: {}", model_result_id(Family::kModelRate, cfg),
+                               cfg.batch, what));
   };
   GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
   const auto [free_before, total] = device_memory_info();
@@ -282,11 +285,10 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   const int k = micro_steps(cfg);
   const double items = static_cast<double>(model->items_per_micro_step()) * k;
   const double flops = model->flops_per_micro_step() * k;
-  const std::string base = result_id_base(cfg);
   const std::string item = item_name(model->items_unit());
 
   ResultSpec spec;
-  spec.id = base;
+  spec.id = model_result_id(Family::kModelRate, cfg);
   spec.name = fmt::format("{} {} {}{}, batch {}{}", model_display_name(cfg.model),
                           to_string(cfg.mode), to_string(cfg.precision),
                           cfg.model == "bert-large" ? fmt::format(" seq {}", cfg.seq) : "",
@@ -314,18 +316,19 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
                                [&] { return validate_output(*model); }));
   const Result headline = out.front();  // a copy: `out` grows below
 
-  out.push_back(per_item_rate(headline, base + ".flops", spec.name + ", model FLOPs", "FLOP/s",
-                              flops / items));
+  out.push_back(per_item_rate(headline, model_result_id(Family::kModelFlops, cfg),
+                              spec.name + ", model FLOPs", "FLOP/s", flops / items));
   if (const int64_t tokens = model->tokens_per_item(); tokens > 0)
-    out.push_back(per_item_rate(headline, base + ".tokens", spec.name + ", tokens", "tokens/s",
-                                double(tokens)));
+    out.push_back(per_item_rate(headline, model_result_id(Family::kModelTokens, cfg),
+                                spec.name + ", tokens", "tokens/s", double(tokens)));
 
   progress("single steps and energy");
   const double step_s = headline.value > 0 ? items / headline.value : 0;
   const int steps = step_window(run, ctx.quick, step_s);
   const StepTimes st = time_single_steps(runner, stream, steps, gpu, ctx.device);
   {
-    Result r = quantity(base + ".step_time", spec.name + ", step time", headline, 0, "s");
+    Result r = quantity(model_result_id(Family::kModelStepTime, cfg), spec.name + ", step time",
+                        headline, 0, "s");
     r.samples = st.seconds;
     r.stats = compute_stats(r.samples);
     r.value = r.stats.median;
@@ -342,8 +345,8 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
     out.push_back(std::move(r));
   }
   {
-    Result r =
-        quantity(base + ".peak_memory", spec.name + ", device memory", headline, used_bytes, "B");
+    Result r = quantity(model_result_id(Family::kModelPeakMemory, cfg),
+                        spec.name + ", device memory", headline, used_bytes, "B");
     r.parameters["used_before_bytes"] = used_before;
     r.peak =
         Peak{static_cast<double>(total), "B", "derived", "device memory as cudaMemGetInfo reports"};
@@ -355,7 +358,7 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
     out.push_back(std::move(r));
   }
   {
-    const std::string id = base + ".energy_per_item";
+    const std::string id = model_result_id(Family::kModelEnergy, cfg);
     const std::string name = spec.name + ", energy per " + item;
     if (st.energy_j) {
       Result r = quantity(id, name, headline, *st.energy_j / (steps * items), "J/" + item);
@@ -380,7 +383,7 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   if (search) {
     const BatchSearchResult& s = search->search;
     Result r =
-        quantity(base + ".max_batch",
+        quantity(model_result_id(Family::kModelMaxBatch, cfg),
                  model_display_name(cfg.model) + " " + std::string(to_string(cfg.mode)) + " " +
                      std::string(to_string(cfg.precision)) + ", largest batch that fits",
                  headline, s.max_batch, item);
@@ -401,10 +404,11 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   if (run.profile) {
     progress("per-layer profile");
     const size_t before = out.size();
-    add_layer_profile(*model, headline, base, ctx.quick ? 3 : 10, out);
+    add_layer_profile(*model, headline, ctx.quick ? 3 : 10, out);
     if (out.size() == before)
       out.push_back([&] {
-        Result r = quantity(base + ".layer", spec.name + ", per-layer times", headline, 0, "s");
+        Result r = quantity(model_result_id(Family::kModelLayers, cfg),
+                            spec.name + ", per-layer times", headline, 0, "s");
         r.samples.clear();
         r.stats = Stats{};
         r.status = Status::kUnsupported;

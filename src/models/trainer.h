@@ -18,9 +18,8 @@
 #include "models/model.h"
 #include "models/run_options.h"
 
-namespace gpuvs {
-struct BenchContext;
-}
+#include "suite/context.h"
+#include "suite/produces.h"
 
 namespace gpuvs::models {
 
@@ -51,8 +50,10 @@ double device_used_bytes();
 // "ResNet-50", "BERT-large"; the config's name where unknown.
 std::string model_display_name(const std::string& model);
 
-// "model.resnet50.train.bf16": the id every result of a configuration starts with.
-std::string result_id_base(const ModelConfig& config);
+// The id of a result of a configuration, from the table (suite/produces.h):
+// (kModelRate, resnet50 train bf16) is "model.resnet50.train.bf16"; `layer` fills the
+// per-layer id of kModelLayer ("fwd.conv1").
+std::string model_result_id(Family family, const ModelConfig& config, std::string_view layer = {});
 
 // Builds the model and runs one full step: one candidate of the batch search. Out of
 // memory (constructor or step) is a FitProbe that does not fit; everything the
@@ -80,3 +81,11 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
 std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx);
 
 }  // namespace gpuvs::models
+
+namespace gpuvs {
+
+// The benchmark "model.end_to_end": `gpuvs model`'s one configuration
+// (BenchContext::model), or `gpuvs run`'s quick table of models.
+std::vector<Result> run_model(BenchContext& ctx);
+
+}  // namespace gpuvs

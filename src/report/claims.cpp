@@ -32,6 +32,12 @@ const char* to_string(ClaimVerdict v) {
   switch (v) {
     case ClaimVerdict::kHolds:
       return "holds";
+    case ClaimVerdict::kHoldsSparse:
+      return "holds (sparse)";
+    case ClaimVerdict::kHoldsTensor:
+      return "holds (tensor)";
+    case ClaimVerdict::kHoldsNonTensor:
+      return "holds (non-tensor)";
     case ClaimVerdict::kOff:
       return "off";
     case ClaimVerdict::kContradicted:
@@ -40,6 +46,11 @@ const char* to_string(ClaimVerdict v) {
       return "unverifiable";
   }
   return "unknown";
+}
+
+bool holds(ClaimVerdict v) {
+  return v == ClaimVerdict::kHolds || v == ClaimVerdict::kHoldsSparse ||
+         v == ClaimVerdict::kHoldsTensor || v == ClaimVerdict::kHoldsNonTensor;
 }
 
 namespace {
@@ -101,10 +112,10 @@ constexpr MetricAlias kMetricAliases[] = {
     {"resnet50train", "model.resnet50.train"},
     {"resnet50inference", "model.resnet50.infer"},
     {"resnet50infer", "model.resnet50.infer"},
-    {"bertlargetraining", "model.bert_large.train"},
-    {"bertlargetrain", "model.bert_large.train"},
-    {"bertlargeinference", "model.bert_large.infer"},
-    {"bertlargeinfer", "model.bert_large.infer"},
+    {"bertlargetraining", "model.bert-large.train"},
+    {"bertlargetrain", "model.bert-large.train"},
+    {"bertlargeinference", "model.bert-large.infer"},
+    {"bertlargeinfer", "model.bert-large.infer"},
 };
 
 }  // namespace

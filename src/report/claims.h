@@ -7,7 +7,13 @@
 //   (precision, setting optional; a top-level `source` is the default source)
 // Verdicts (docs/compare.md): holds within the tolerance (5 %), off within 25 %,
 // contradicted beyond; unverifiable when gpuvs has no reference figure, or only
-// figures taken in settings the claim does not match (model throughput).
+// figures taken in settings the claim does not match (model throughput). A claim that
+// quotes another figure of the datasheet than the one it names holds as that figure,
+// and says so: "holds (sparse)" (the 2:4 sparse peak), "holds (tensor)" (FP64 tensor
+// cores for an FP64 claim), "holds (non-tensor)" (the reverse). Model throughput is
+// judged on the configurations measured here first (the claim's settings, or where a
+// claim without settings falls among them), then on published figures of the same
+// settings.
 #pragma once
 
 #include <filesystem>
@@ -31,8 +37,20 @@ struct Claim {
   int line = 0;             // where it was in the file
 };
 
-enum class ClaimVerdict { kHolds, kOff, kContradicted, kUnverifiable };
-const char* to_string(ClaimVerdict v);  // "holds", "off", "contradicted", "unverifiable"
+enum class ClaimVerdict {
+  kHolds,
+  kHoldsSparse,     // the claim is the datasheet's 2:4 sparse figure
+  kHoldsTensor,     // an FP64 claim that is the FP64 tensor-core figure
+  kHoldsNonTensor,  // an FP64 tensor claim that is the non-tensor figure
+  kOff,
+  kContradicted,
+  kUnverifiable,
+};
+// "holds", "holds (sparse)", "holds (tensor)", "holds (non-tensor)", "off",
+// "contradicted", "unverifiable"
+const char* to_string(ClaimVerdict v);
+// True for kHolds and the "holds (...)" verdicts.
+bool holds(ClaimVerdict v);
 
 struct ClaimJudgement {
   Claim claim;

@@ -1,22 +1,25 @@
-// Figures compared with references. build_comparison: columns from run-file GPUs and
-// catalogue entries, rows from the metric table; a measured figure wins over the
-// datasheet, which wins over a published one, and every cell keeps where its figure
-// came from. Verdicts against the baseline column are noise-aware: a difference
-// inside the measurement noise (or under 1 %) reads "same". judge_claims: each
-// claimed figure against the best reference for its GPU, by the same precedence
-// (parsing and name resolution of claims are in claims.cpp).
+// Figures compared with references (compare.h). build_comparison: columns from run-file
+// GPUs and catalogue entries, rows from the metric table, one per configuration; a
+// measured figure wins over the datasheet (which then only stands in, labelled), and
+// published figures get rows of their own settings. Verdicts only between figures of
+// one basis; measured ones are noise-aware: a difference inside the measurement noise
+// (or under 1 %) reads "same".
 #include "report/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <regex>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <variant>
 
+#include "core/units.h"
 #include "core/verdict.h"
-#include "report/claims.h"
 #include "report/summary.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -34,8 +37,9 @@ const char* to_string(Source s) {
   return "unknown";
 }
 
-bool is_throughput_unit(std::string_view unit) {
-  return unit == "B/s" || unit == "FLOP/s" || unit == "OP/s" || unit == "img/s" || unit == "seq/s";
+std::string basis_of(const Cell& c) {
+  if (!c.value || c.invalid) return "";
+  return to_string(c.source);
 }
 
 const GpuSpec* spec_for(const CompareInput& input, const Catalogue& catalogue) {
@@ -64,117 +68,193 @@ std::string run_description(const RunFile& run, const std::string& run_ref) {
   return fmt::format("run on {} at {}", run.meta.host, run.meta.started_at);
 }
 
-}  // namespace
+std::string param_text(const ParamValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) return x ? "true" : "false";
+        return fmt::format("{}", x);
+      },
+      v);
+}
 
-std::optional<Cell> measured_cell(const RunFile& run, int gpu_index, const MetricDef& metric,
-                                  const GpuSpec* spec, const std::string& run_ref) {
-  const Result* invalid = nullptr;
-  for (std::string_view id : metric.result_ids) {
-    for (const Result& r : run.results) {
-      if (r.id != id || !on_gpu(r, gpu_index) || r.unit != metric.unit) continue;
-      if (r.status == Status::kInvalid && !invalid) invalid = &r;
-      if (r.status != Status::kOk || !std::isfinite(r.value)) continue;
-      Cell c;
-      c.value = r.value;
-      c.source = Source::kMeasured;
-      c.source_ref = fmt::format("{}, result {}", run_description(run, run_ref), r.id);
-      c.noise = r.stats.noise;
-      c.throttled = throttled(r);
-      if (auto ds = datasheet_value(spec, metric.id); ds && *ds > 0) c.of_datasheet = r.value / *ds;
-      if (c.throttled) c.note = "measured while the GPU was throttled";
-      return c;
-    }
+// A result's parameter as text; where it lacks one, the fallback its family declares
+// (files written before the parameter existed). nullopt: neither.
+std::optional<std::string> parameter_text(const Result& r, const FamilyDef* family,
+                                          const std::string& name) {
+  if (auto it = r.parameters.find(name); it != r.parameters.end()) return param_text(it->second);
+  if (family)
+    for (const ConfigParameter& c : family->config)
+      if (c.name == name && !c.fallback.empty()) return std::string(c.fallback);
+  return std::nullopt;
+}
+
+// The metric's configuration of a result (nullopt: it does not qualify, a `where`
+// parameter differs). A config parameter the result lacks is left out.
+std::optional<Config> config_of(const Result& r, const MetricDef& metric) {
+  const auto match = match_result_id(r.id);
+  const FamilyDef* family = match ? match->family : nullptr;
+  for (const auto& [name, want] : metric.where) {
+    const auto have = parameter_text(r, family, name);
+    if (!have || *have != want) return std::nullopt;
   }
-  if (!invalid) return std::nullopt;
-  Cell c;
-  c.source = Source::kMeasured;
-  c.invalid = true;
-  c.source_ref = fmt::format("{}, result {}", run_description(run, run_ref), invalid->id);
-  c.note = invalid->status_reason.empty() ? "invalid: failed validation"
-                                          : "invalid: " + invalid->status_reason;
+  Config c;
+  for (const std::string& name : metric.config)
+    if (auto v = parameter_text(r, family, name)) c.emplace_back(name, *v);
+  if (!metric.size_parameter.empty()) {
+    const auto size = parameter_text(r, family, metric.size_parameter);
+    if (!size) return std::nullopt;  // a sweep point without its size is no point
+    c.emplace_back(metric.size_parameter, *size);
+  }
   return c;
 }
 
-namespace {
+Cell cell_of(const RunFile& run, const Result& r, const MetricDef& metric, const GpuSpec* spec,
+             const std::string& run_ref) {
+  Cell c;
+  c.source = Source::kMeasured;
+  std::string where;
+  if (metric.pick == Pick::kBest) {
+    const auto src = int_parameter(r, "src"), dst = int_parameter(r, "dst");
+    if (src && dst) where = fmt::format(" (GPU {} and {})", *src, *dst);
+  }
+  c.source_ref = fmt::format("{}, result {}{}", run_description(run, run_ref), r.id, where);
+  if (metric.catalogue) c.datasheet = datasheet_value(spec, metric.id);
+  if (r.status != Status::kOk) {
+    c.invalid = true;
+    c.note = r.status_reason.empty() ? "invalid: failed validation" : "invalid: " + r.status_reason;
+    return c;
+  }
+  c.value = r.value;
+  c.noise = r.stats.noise;
+  c.throttled = throttled(r);
+  if (c.datasheet && *c.datasheet > 0) c.of_datasheet = r.value / *c.datasheet;
+  if (c.throttled) c.note = "measured while the GPU was throttled";
+  return c;
+}
 
-std::string lower_alnum(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s)
-    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
+bool better(const MetricDef& m, double a, double b) {
+  return m.higher_is_better ? a > b : a < b;
+}
+
+}  // namespace
+
+std::vector<std::pair<Config, Cell>> measured_cells(const RunFile& run, int gpu_index,
+                                                    const MetricDef& metric, const GpuSpec* spec,
+                                                    const std::string& run_ref) {
+  struct Pick {
+    size_t rank = 0;  // index into result_ids: lower is better evidence
+    const Result* result = nullptr;
+  };
+  std::vector<std::pair<Config, Pick>> ok, invalid;
+  auto slot = [](std::vector<std::pair<Config, Pick>>& v, const Config& c) -> Pick& {
+    for (auto& [k, p] : v)
+      if (k == c) return p;
+    v.push_back({c, Pick{}});
+    return v.back().second;
+  };
+  for (size_t rank = 0; rank < metric.result_ids.size(); ++rank) {
+    for (const Result& r : run.results) {
+      if (r.id != metric.result_ids[rank] || !on_gpu(r, gpu_index)) continue;
+      const std::optional<Config> config = config_of(r, metric);
+      if (!config) continue;
+      if (r.status == Status::kOk && std::isfinite(r.value) && r.unit == metric.unit) {
+        Pick& p = slot(ok, *config);
+        const bool take = !p.result || rank < p.rank ||
+                          (rank == p.rank && metric.pick == gpuvs::Pick::kBest &&
+                           better(metric, r.value, p.result->value));
+        if (take) p = {rank, &r};
+      } else if (r.status == Status::kInvalid) {
+        Pick& p = slot(invalid, *config);
+        if (!p.result) p = {rank, &r};
+      }
+    }
+  }
+  std::vector<std::pair<Config, Cell>> out;
+  for (const auto& [config, pick] : ok)
+    out.emplace_back(config, cell_of(run, *pick.result, metric, spec, run_ref));
+  for (const auto& [config, pick] : invalid) {
+    const bool measured =
+        std::any_of(ok.begin(), ok.end(), [&](const auto& e) { return e.first == config; });
+    if (!measured) out.emplace_back(config, cell_of(run, *pick.result, metric, spec, run_ref));
+  }
   return out;
 }
 
-std::optional<int> batch_of(const std::string& setting) {
-  static const std::regex kBatch(R"(batch\s*(?:size\s*)?(?:=\s*)?(\d+))", std::regex::icase);
-  std::smatch m;
-  int batch = 0;
-  if (!std::regex_search(setting, m, kBatch)) return std::nullopt;
-  const std::string digits = m[1].str();
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), batch);
-  if (ec != std::errc()) return std::nullopt;  // absurdly large: no usable batch
-  return batch;
+std::optional<Cell> measured_cell(const RunFile& run, int gpu_index, const MetricDef& metric,
+                                  const GpuSpec* spec, const std::string& run_ref) {
+  std::vector<std::pair<Config, Cell>> cells =
+      measured_cells(run, gpu_index, metric, spec, run_ref);
+  if (cells.empty()) return std::nullopt;
+  // A sweep without a partner to agree a size with: its largest (or smallest) size.
+  if (!metric.size_parameter.empty()) {
+    auto size = [&](const Config& c) { return std::stod(c.back().second); };
+    const bool largest = metric.pick == Pick::kLargest;
+    std::stable_sort(cells.begin(), cells.end(), [&](const auto& a, const auto& b) {
+      if (a.second.invalid != b.second.invalid) return !a.second.invalid;
+      return largest ? size(a.first) > size(b.first) : size(a.first) < size(b.first);
+    });
+  }
+  return cells.front().second;
 }
 
-// "NVIDIA DeepLearningExamples: TF32, batch 256, 2021-04-20" (the full setting
-// stays in the data file, next to the source).
-std::string published_desc(const PublishedFigure& f) {
+std::string config_text(const MetricDef& metric, const Config& config) {
   std::vector<std::string> parts;
-  if (!f.precision.empty()) parts.push_back(f.precision);
-  if (auto b = batch_of(f.setting)) parts.push_back(fmt::format("batch {}", *b));
-  if (!f.date.empty()) parts.push_back(f.date);
-  return fmt::format("{}{}", f.publisher.empty() ? "published" : f.publisher,
-                     parts.empty() ? "" : fmt::format(": {}", fmt::join(parts, ", ")));
+  const FamilyDef* family = nullptr;
+  if (!metric.result_ids.empty())
+    if (const auto m = match_result_id(metric.result_ids.front())) family = m->family;
+  for (const auto& [name, value] : config) {
+    bool at_default = false;
+    if (family)
+      for (const ConfigParameter& c : family->config)
+        at_default = at_default || (c.name == name && !c.fallback.empty() && c.fallback == value);
+    if (at_default) continue;
+    if (name == "precision" || name == "attention") {
+      parts.push_back(value);
+    } else if (name == "ranks") {
+      parts.push_back(fmt::format("{} GPUs", value));
+    } else if (name == metric.size_parameter || name == "bytes") {
+      char* end = nullptr;
+      const double b = std::strtod(value.c_str(), &end);
+      parts.push_back(end && *end == '\0' ? format_bytes_binary(static_cast<int64_t>(b)) : value);
+    } else if (name == "graph") {
+      parts.push_back(value == "true" ? "CUDA graph" : "no CUDA graph");
+    } else if (name == "deterministic") {
+      if (value == "true") parts.push_back("deterministic");
+    } else if (name == "accumulate") {
+      parts.push_back(fmt::format("x {} accumulated", value));
+    } else if (name == "suite") {
+      parts.push_back(value);
+    } else {
+      parts.push_back(fmt::format("{} {}", name, value));
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// The published figure of a GPU for a metric: the one in `precision` when there is
-// one (so that a row compares like with like), else the first.
-const PublishedFigure* pick_published(const MetricDef& metric, const GpuSpec& spec,
-                                      const Published& published, const std::string& precision) {
-  const PublishedFigure* first = nullptr;
-  for (const PublishedFigure* f : published.for_gpu(spec.id)) {
-    if (f->metric != metric.id || f->unit != metric.unit) continue;
-    if (!precision.empty() && lower_alnum(f->precision) == lower_alnum(precision)) return f;
-    if (!first) first = f;
+std::string measured_column_label(const RunFile& run, int gpu_index, const std::string& run_ref) {
+  const GpuInfo* gpu = nullptr;
+  for (const GpuInfo& g : run.system.gpus)
+    if (g.index == gpu_index) gpu = &g;
+  std::vector<std::string> parts;
+  std::string name = gpu ? short_gpu_name(gpu->name) : fmt::format("GPU {}", gpu_index);
+  if (run.system.gpus.size() > 1) name += fmt::format(" #{}", gpu_index);
+  parts.push_back(name);
+  if (!run.meta.host.empty()) parts.push_back(run.meta.host);
+  if (gpu && !gpu->uuid.empty()) {
+    std::string hex;
+    for (char ch : gpu->uuid.rfind("GPU-", 0) == 0 ? gpu->uuid.substr(4) : gpu->uuid)
+      if (std::isxdigit(static_cast<unsigned char>(ch)) && hex.size() < 8) hex += ch;
+    if (!hex.empty()) parts.push_back(hex);
   }
-  return first;
+  if (!run_ref.empty()) {
+    std::string file = std::filesystem::path(run_ref).filename().string();
+    if (file.size() > 5 && file.substr(file.size() - 5) == ".json") file.resize(file.size() - 5);
+    parts.push_back(file);
+  }
+  return fmt::format("{}", fmt::join(parts, " "));
 }
 
-// A column without a measurement: its datasheet figure ("none" when the datasheet
-// says the GPU lacks the feature), else for model metrics a published figure.
-Cell datasheet_or_published(const MetricDef& metric, const GpuSpec* spec,
-                            const Published& published, const CompareOptions& options,
-                            const std::string& prefer_precision, const PublishedFigure** used) {
-  Cell c;
-  if (!spec) return c;
-  if (options.include_datasheet_rows) {
-    auto it = spec->figures.find(std::string(metric.id));
-    if (it != spec->figures.end()) {
-      c.value = it->second.value;
-      c.source = Source::kDatasheet;
-      c.source_ref = it->second.source.empty() ? spec->source : it->second.source;
-      c.note = it->second.note;
-      return c;
-    }
-    if (std::find(spec->unsupported.begin(), spec->unsupported.end(), metric.id) !=
-        spec->unsupported.end()) {
-      c.unsupported = true;
-      c.source = Source::kDatasheet;
-      c.source_ref = spec->source;
-      c.note = "not supported by this GPU (datasheet)";
-      return c;
-    }
-  }
-  if (options.include_published && metric.id.rfind("model.", 0) == 0) {
-    if (const PublishedFigure* f = pick_published(metric, *spec, published, prefer_precision)) {
-      c.value = f->value;
-      c.source = Source::kPublished;
-      c.source_ref = f->source;
-      c.note = published_desc(*f);
-      *used = f;
-    }
-  }
-  return c;
-}
+namespace {
 
 std::string unique_label(std::string label, const std::vector<Column>& columns) {
   auto taken = [&](const std::string& l) {
@@ -198,8 +278,12 @@ Column make_column(const CompareInput& in, const GpuSpec* spec, const std::vecto
     for (const GpuInfo& g : in.run->system.gpus)
       if (g.index == in.gpu_index) gpu = &g;
     col.gpu_name = gpu ? gpu->name : fmt::format("GPU {}", in.gpu_index);
-    derived = short_gpu_name(col.gpu_name);
-    if (in.run->system.gpus.size() > 1) derived += fmt::format(" #{}", in.gpu_index);
+    col.file = in.run_ref;
+    col.host = in.run->meta.host;
+    col.gpu_index = in.gpu_index;
+    col.uuid = gpu ? gpu->uuid : "";
+    col.started_at = in.run->meta.started_at;
+    derived = measured_column_label(*in.run, in.gpu_index, in.run_ref);
   } else if (spec) {
     col.gpu_name = spec->name;
     derived = spec->id;
@@ -218,7 +302,16 @@ double same_tolerance(const Cell& a, const Cell& b, double sigmas) {
 }
 
 void fill_verdict(Cell& cell, const Cell& base, const Row& row, double sigmas) {
-  if (!cell.value || !base.value || *base.value == 0) return;
+  if (!cell.value || !base.value || cell.invalid || base.invalid) return;
+  const std::string a = basis_of(cell), b = basis_of(base);
+  if (a != b) {
+    cell.verdict = std::string(kDifferentBasis);
+    if (cell.datasheet && base.datasheet && *base.datasheet > 0)
+      cell.datasheet_ratio = *cell.datasheet / *base.datasheet;
+    return;
+  }
+  if (*base.value == 0) return;
+  cell.basis = a;
   cell.ratio = *cell.value / *base.value;
   cell.diff_pct = (*cell.ratio - 1) * 100;
   if (std::fabs(*cell.ratio - 1) <= same_tolerance(cell, base, sigmas)) {
@@ -226,10 +319,108 @@ void fill_verdict(Cell& cell, const Cell& base, const Row& row, double sigmas) {
     return;
   }
   const bool higher = *cell.value > *base.value;
-  if (is_throughput_unit(row.unit))
+  if (row.speed)
     cell.verdict = higher == row.higher_is_better ? "faster" : "slower";
   else
     cell.verdict = higher ? "higher" : "lower";
+}
+
+// The datasheet cell of a column without a measurement: the figure, "none" where the
+// datasheet says the GPU lacks it, else missing.
+Cell datasheet_cell(const MetricDef& metric, const GpuSpec* spec, bool measured_column) {
+  Cell c;
+  if (!spec) return c;
+  auto it = spec->figures.find(metric.id);
+  if (it != spec->figures.end()) {
+    c.value = it->second.value;
+    c.datasheet = it->second.value;
+    c.source = Source::kDatasheet;
+    c.source_ref = it->second.source.empty() ? spec->source : it->second.source;
+    c.note = it->second.note;
+    c.fallback = measured_column;
+    if (measured_column)
+      c.note = c.note.empty() ? "datasheet: the run did not measure it"
+                              : "datasheet: the run did not measure it; " + c.note;
+    return c;
+  }
+  if (std::find(spec->unsupported.begin(), spec->unsupported.end(), metric.id) !=
+      spec->unsupported.end()) {
+    c.unsupported = true;
+    c.source = Source::kDatasheet;
+    c.source_ref = spec->source;
+    c.note = "not supported by this GPU (datasheet)";
+  }
+  return c;
+}
+
+Row make_row(const MetricDef& metric, size_t columns) {
+  Row row;
+  row.metric = metric.id;
+  row.name = metric.name;
+  row.unit = metric.unit;
+  row.higher_is_better = metric.higher_is_better;
+  row.speed = is_speed_metric(metric);
+  row.headline = metric.headline;
+  row.group = metric.group;
+  row.cells.resize(columns);
+  return row;
+}
+
+double size_of(const Config& c) {
+  return std::stod(c.back().second);
+}
+
+Config without_size(Config c) {
+  c.pop_back();
+  return c;
+}
+
+// Published rows of a model metric: one per (suite, settings), every column whose GPU
+// has a figure of those settings in it. The settings: precision, batch, seq, suite.
+void add_published_rows(const MetricDef& metric, const std::vector<const GpuSpec*>& specs,
+                        const std::vector<size_t>& order, const Published& published,
+                        std::vector<Row>& rows) {
+  auto key_of = [](const PublishedFigure& f) {
+    Config k;
+    k.emplace_back("precision", f.precision_key.empty() ? f.precision : f.precision_key);
+    if (f.batch) k.emplace_back("batch", std::to_string(*f.batch));
+    if (f.seq) k.emplace_back("seq", std::to_string(*f.seq));
+    k.emplace_back("suite", f.suite);
+    return k;
+  };
+  std::vector<std::pair<Config, Row>> by_key;
+  for (size_t i : order) {
+    if (!specs[i]) continue;
+    for (const PublishedFigure* f : published.for_gpu(specs[i]->id)) {
+      if (f->metric != metric.id || f->unit != metric.unit || !(f->value > 0)) continue;
+      const Config key = key_of(*f);
+      auto it =
+          std::find_if(by_key.begin(), by_key.end(), [&](const auto& e) { return e.first == key; });
+      if (it == by_key.end()) {
+        Row row = make_row(metric, specs.size());
+        row.config = key;
+        row.published = true;
+        // "published, MLPerf Inference Offline (closed division, TensorRT): int8"
+        Config shown;
+        for (const auto& [k, v] : key)
+          if (k != "suite" && !(k == "precision" && f->precision_key.empty()))
+            shown.emplace_back(k, v);
+        const std::string settings = config_text(metric, shown);
+        row.config_text =
+            fmt::format("published, {}{}", f->suite, settings.empty() ? "" : ": " + settings);
+        by_key.emplace_back(key, std::move(row));
+        it = std::prev(by_key.end());
+      }
+      Cell& c = it->second.cells[i];
+      if (c.value) continue;  // the first figure of a GPU in a suite and setting
+      c.value = f->value;
+      c.source = Source::kPublished;
+      c.source_ref = f->source;
+      c.note = describe(*f);
+    }
+  }
+  for (auto& [key, row] : by_key)
+    rows.push_back(std::move(row));
 }
 
 }  // namespace
@@ -243,345 +434,119 @@ Comparison build_comparison(const std::vector<CompareInput>& inputs, const Catal
     out.columns.push_back(make_column(in, specs.back(), out.columns));
   }
   out.baseline = options.baseline < out.columns.size() ? options.baseline : 0;
+  const size_t n = inputs.size();
+  // The baseline first: configurations appear in the order it has them.
+  std::vector<size_t> order{out.baseline};
+  for (size_t i = 0; i < n; ++i)
+    if (i != out.baseline) order.push_back(i);
 
   for (const MetricDef& metric : metrics()) {
-    Row row;
-    row.metric = metric.id;
-    row.name = metric.name;
-    row.unit = metric.unit;
-    row.higher_is_better = metric.higher_is_better;
-    // The baseline first: the other columns' published figures follow its precision.
-    std::vector<std::optional<Cell>> cells(inputs.size());
-    std::vector<const PublishedFigure*> pubs(inputs.size(), nullptr);
-    std::vector<size_t> order{out.baseline};
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (i != out.baseline) order.push_back(i);
-    for (size_t i : order) {
-      const CompareInput& in = inputs[i];
-      if (in.run) cells[i] = measured_cell(*in.run, in.gpu_index, metric, specs[i], in.run_ref);
-      if (!cells[i]) {
-        const std::string prefer = pubs[out.baseline] ? pubs[out.baseline]->precision : "";
-        cells[i] = datasheet_or_published(metric, specs[i], published, options, prefer, &pubs[i]);
+    // Measured cells by column and configuration.
+    std::vector<std::vector<std::pair<Config, Cell>>> measured(n);
+    for (size_t i = 0; i < n; ++i)
+      if (inputs[i].run)
+        measured[i] = measured_cells(*inputs[i].run, inputs[i].gpu_index, metric, specs[i],
+                                     inputs[i].run_ref);
+
+    // Sweeps: agree on one size per configuration, the largest (or smallest) that
+    // every column measuring that configuration has.
+    if (!metric.size_parameter.empty()) {
+      std::vector<Config> bases;
+      for (size_t i : order)
+        for (const auto& [c, cell] : measured[i])
+          if (std::find(bases.begin(), bases.end(), without_size(c)) == bases.end())
+            bases.push_back(without_size(c));
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<std::pair<Config, Cell>> kept;
+        for (const Config& base : bases) {
+          std::optional<double> chosen;
+          std::set<double> common;
+          bool first = true;
+          for (size_t j = 0; j < n; ++j) {
+            std::set<double> sizes;
+            for (const auto& [c, cell] : measured[j])
+              if (without_size(c) == base && !cell.invalid) sizes.insert(size_of(c));
+            if (sizes.empty()) continue;
+            if (first) {
+              common = sizes;
+              first = false;
+            } else {
+              std::set<double> both;
+              std::set_intersection(common.begin(), common.end(), sizes.begin(), sizes.end(),
+                                    std::inserter(both, both.begin()));
+              common = both;
+            }
+          }
+          std::set<double> own;
+          for (const auto& [c, cell] : measured[i])
+            if (without_size(c) == base && !cell.invalid) own.insert(size_of(c));
+          const std::set<double>& from = common.empty() ? own : common;
+          if (!from.empty())
+            chosen = metric.pick == Pick::kSmallest ? *from.begin() : *from.rbegin();
+          for (const auto& [c, cell] : measured[i])
+            if (without_size(c) == base && chosen && size_of(c) == *chosen && !cell.invalid)
+              kept.emplace_back(c, cell);
+          // A configuration measured only invalid: one invalid cell stands for it.
+          if (own.empty())
+            for (const auto& [c, cell] : measured[i])
+              if (without_size(c) == base && cell.invalid) {
+                kept.emplace_back(c, cell);
+                break;
+              }
+        }
+        measured[i] = std::move(kept);
       }
     }
-    bool any = false;
-    for (std::optional<Cell>& cell : cells) {
-      any = any || cell->value || cell->invalid || cell->unsupported;
-      row.cells.push_back(std::move(*cell));
+
+    std::vector<Row> rows;
+    std::vector<Config> keys;
+    for (size_t i : order)
+      for (const auto& [c, cell] : measured[i])
+        if (std::find(keys.begin(), keys.end(), c) == keys.end()) keys.push_back(c);
+    // One row per configuration; a plain metric has one (empty) configuration.
+    if (keys.empty() && metric.config.empty() && metric.size_parameter.empty()) keys.push_back({});
+    for (const Config& key : keys) {
+      Row row = make_row(metric, n);
+      row.config = key;
+      row.config_text = config_text(metric, key);
+      for (size_t i = 0; i < n; ++i)
+        for (const auto& [c, cell] : measured[i])
+          if (c == key) row.cells[i] = cell;
+      rows.push_back(std::move(row));
     }
-    if (!any) continue;
-    if (!row.cells.empty()) {
+    // The datasheet stands in for columns without a measurement (labelled), in the
+    // metric's rows, or in a row of its own where nothing was measured.
+    if (metric.catalogue && options.include_datasheet_rows) {
+      if (rows.empty()) {
+        Row row = make_row(metric, n);
+        rows.push_back(std::move(row));
+      }
+      for (Row& row : rows)
+        for (size_t i = 0; i < n; ++i)
+          if (!row.cells[i].value && !row.cells[i].invalid)
+            row.cells[i] = datasheet_cell(metric, specs[i], inputs[i].run != nullptr);
+    }
+    if (options.include_published && metric.group == MetricGroup::kModels)
+      add_published_rows(metric, specs, order, published, rows);
+
+    for (Row& row : rows) {
+      const bool any = std::any_of(row.cells.begin(), row.cells.end(), [](const Cell& c) {
+        return c.value || c.invalid || c.unsupported;
+      });
+      if (!any) continue;
       Cell& base = row.cells[out.baseline];
-      if (base.value) {
-        base.verdict = "baseline";
+      if (base.value && !base.invalid) {
+        base.verdict = std::string(kBaseline);
+        base.basis = basis_of(base);
         base.ratio = 1;
         base.diff_pct = 0;
       }
-      for (size_t i = 0; i < row.cells.size(); ++i) {
-        if (i == out.baseline) continue;
-        // Two published figures taken in different precisions do not compare.
-        const PublishedFigure* a = pubs[i];
-        const PublishedFigure* b = pubs[out.baseline];
-        if (a && b && lower_alnum(a->precision) != lower_alnum(b->precision)) {
-          row.cells[i].note += "; not comparable with the baseline (different precision)";
-          continue;
-        }
-        fill_verdict(row.cells[i], base, row, options.same_sigmas);
-      }
-    }
-    out.rows.push_back(std::move(row));
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------
-// The claims check
-
-namespace {
-
-// A figure in the claim's own unit, as people write it: 989, 19.5, 4800, 16896.
-std::string num(double v) {
-  if (std::fabs(v) >= 1000) return fmt::format("{:.0f}", v);
-  return fmt::format("{:.3g}", v);
-}
-
-// The claim's unit spelled canonically ("TFLOPS" -> "TFLOP/s"), from its scale.
-std::string unit_label(double scale, std::string_view base, const std::string& written) {
-  if (base == "1") return "";
-  static constexpr std::pair<double, const char*> kPrefix[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"},
-                                                               {1e6, "M"},  {1e3, "k"},  {1, ""}};
-  for (auto [p, sym] : kPrefix)
-    if (std::fabs(scale / p - 1) < 1e-9) return fmt::format("{}{}", sym, base);
-  return written;
-}
-
-std::string gpu_display(const GpuSpec& g, bool strip_size) {
-  std::string n = short_gpu_name(g.name.empty() ? g.id : g.name);
-  if (strip_size) {
-    static const std::regex kSize(R"(\s*\b\d+(\.\d+)?\s*GB\b)", std::regex::icase);
-    n = std::regex_replace(n, kSize, "");
-  }
-  return n;
-}
-
-struct Reference {
-  double value = 0;  // base unit
-  Source source = Source::kDatasheet;
-  std::string ref;   // URL or run file
-  std::string kind;  // how the why text names it: "datasheet", "measured by gpuvs", ...
-};
-
-// Context of one claim being judged.
-struct Judging {
-  const Claim& claim;
-  const MetricDef& metric;
-  const GpuSpec& spec;
-  const ClaimedGpu& gpu;
-  double claimed = 0;  // base unit
-  double scale = 1;    // base units per claimed unit
-  std::string unit;    // claimed unit, canonical spelling
-  const ClaimOptions& options;
-
-  std::string in_claim_unit(double base_value) const {
-    std::string s = num(base_value / scale);
-    return unit.empty() ? s : s + " " + unit;
-  }
-  std::string subject() const {
-    return fmt::format("{} {}", gpu_display(spec, false), metric.name);
-  }
-};
-
-ClaimVerdict classify(double off, const ClaimOptions& o) {
-  const double a = std::fabs(off);
-  if (a <= o.tolerance + 1e-9) return ClaimVerdict::kHolds;
-  if (a <= std::max(o.contradicted_beyond, o.tolerance) + 1e-9) return ClaimVerdict::kOff;
-  return ClaimVerdict::kContradicted;
-}
-
-void set_reference(ClaimJudgement& j, const Judging& c, const Reference& r) {
-  j.reference = r.value;
-  j.reference_source = r.source;
-  j.reference_ref = r.ref;
-  j.off_pct = r.value != 0 ? (c.claimed / r.value - 1) * 100 : 0;
-}
-
-// Judges against one reference; the why text names the figure and where it is from.
-void judge_against(ClaimJudgement& j, const Judging& c, const Reference& r) {
-  set_reference(j, c, r);
-  j.verdict = r.value > 0 ? classify(c.claimed / r.value - 1, c.options)
-                          : (c.claimed == 0 ? ClaimVerdict::kHolds : ClaimVerdict::kContradicted);
-  const std::string claimed = num(c.claim.value);
-  const std::string ref = num(r.value / c.scale);
-  std::string extra;
-  if (r.source == Source::kMeasured) {
-    auto it = c.spec.figures.find(std::string(c.metric.id));
-    if (it != c.spec.figures.end())
-      extra = fmt::format(" (datasheet {})", num(it->second.value / c.scale));
-  }
-  // Compute figures: a claim may quote the sparse figure of the datasheet.
-  std::optional<double> sparse;
-  if (r.source == Source::kDatasheet) {
-    auto it = c.spec.figures.find(std::string(c.metric.id) + "_sparse");
-    if (it != c.spec.figures.end() && it->second.value > 0) sparse = it->second.value;
-  }
-  if (j.verdict != ClaimVerdict::kHolds && sparse &&
-      classify(c.claimed / *sparse - 1, c.options) == ClaimVerdict::kHolds) {
-    j.verdict = ClaimVerdict::kHolds;
-    j.reference = *sparse;
-    j.off_pct = (c.claimed / *sparse - 1) * 100;
-    j.why = fmt::format("{} {} holds as the sparse figure ({} {}); dense is {}", c.subject(),
-                        c.in_claim_unit(c.claimed), r.kind, num(*sparse / c.scale), ref);
-    return;
-  }
-  switch (j.verdict) {
-    case ClaimVerdict::kHolds:
-      j.why = fmt::format("{} {} holds ({} {}){}", c.subject(), c.in_claim_unit(c.claimed), r.kind,
-                          ref, extra);
-      break;
-    case ClaimVerdict::kOff:
-      j.why = fmt::format("{} is {} ({}){}; {} is off by {:+.0f} %", c.subject(),
-                          c.in_claim_unit(r.value), r.kind, extra, claimed, j.off_pct);
-      break;
-    default:
-      if (sparse)
-        j.why = fmt::format(
-            "{} is {} ({}); {} is neither the dense ({}) nor the sparse ({}) figure", c.subject(),
-            c.in_claim_unit(r.value), r.kind, claimed, ref, num(*sparse / c.scale));
-      else
-        j.why = fmt::format("{} is {} ({}){}; {} is {:.0f} % {}", c.subject(),
-                            c.in_claim_unit(r.value), r.kind, extra, claimed, std::fabs(j.off_pct),
-                            j.off_pct < 0 ? "below" : "above");
-  }
-}
-
-// Beyond this factor outside every published figure a model throughput claim is
-// contradicted whatever its settings: precision alone moves one GPU's throughput
-// 2.6x (A100 ResNet-50 training, TF32 vs mixed, NVIDIA DeepLearningExamples).
-constexpr double kModelRange = 4;
-
-// Model throughput depends on precision and batch: a published figure judges a claim
-// only when the claim's settings match it; otherwise only a value out of every
-// published figure's range by more than kModelRange is contradicted.
-void judge_model(ClaimJudgement& j, const Judging& c,
-                 const std::vector<const PublishedFigure*>& figs) {
-  const std::string want = lower_alnum(c.claim.precision);
-  const std::optional<int> want_batch = batch_of(c.claim.setting);
-  auto closest = [&](const std::vector<const PublishedFigure*>& v) {
-    return *std::min_element(v.begin(), v.end(), [&](auto* a, auto* b) {
-      return std::fabs(std::log(c.claimed / a->value)) < std::fabs(std::log(c.claimed / b->value));
-    });
-  };
-  std::vector<const PublishedFigure*> matching;
-  for (const PublishedFigure* f : figs) {
-    const std::string p = lower_alnum(f->precision);
-    const bool prec = !want.empty() && (p.find(want) != std::string::npos ||
-                                        (!p.empty() && want.find(p) != std::string::npos));
-    const std::optional<int> b = batch_of(f->setting);
-    if (prec && (!want_batch || !b || *want_batch == *b)) matching.push_back(f);
-  }
-  if (!matching.empty()) {
-    const PublishedFigure* f = closest(matching);
-    judge_against(j, c, {f->value, Source::kPublished, f->source, published_desc(*f)});
-    return;
-  }
-  const PublishedFigure* f = closest(figs);
-  set_reference(j, c, {f->value, Source::kPublished, f->source, published_desc(*f)});
-  double lo = f->value, hi = f->value;
-  std::vector<std::string> listed;
-  for (const PublishedFigure* g : figs) {
-    lo = std::min(lo, g->value);
-    hi = std::max(hi, g->value);
-    if (listed.size() < 3)
-      listed.push_back(fmt::format("{} ({})", c.in_claim_unit(g->value), published_desc(*g)));
-  }
-  const std::string about =
-      want.empty() ? "the claim states no precision or batch"
-                   : fmt::format("no published figure is for {}{}", c.claim.precision,
-                                 c.claim.setting.empty() ? "" : ", " + c.claim.setting);
-  if (c.claimed < lo / kModelRange || c.claimed > hi * kModelRange) {
-    j.verdict = ClaimVerdict::kContradicted;
-    j.why = fmt::format(
-        "{} {} is more than {:.0f}x outside every published figure ({} to {}), whatever the "
-        "settings: {}",
-        c.subject(), c.in_claim_unit(c.claimed), kModelRange, num(lo / c.scale),
-        c.in_claim_unit(hi), fmt::join(listed, "; "));
-  } else if (want.empty() &&
-             classify(c.claimed / f->value - 1, c.options) == ClaimVerdict::kHolds) {
-    j.verdict = ClaimVerdict::kHolds;
-    j.why = fmt::format("{} {} holds against {} ({}), though {}", c.subject(),
-                        c.in_claim_unit(c.claimed), c.in_claim_unit(f->value), published_desc(*f),
-                        about);
-  } else {
-    j.verdict = ClaimVerdict::kUnverifiable;
-    j.why = fmt::format("not comparable: {}; published for the {}: {}", about,
-                        gpu_display(c.spec, false), fmt::join(listed, "; "));
-  }
-}
-
-ClaimJudgement judge_one(const Claim& claim, const std::vector<CompareInput>& measured,
-                         const Catalogue& catalogue, const Published& published,
-                         const ClaimOptions& options) {
-  ClaimJudgement j;
-  j.claim = claim;
-  const MetricDef* m = resolve_claim_metric(claim.metric);
-  if (!m) {
-    j.why = fmt::format("unknown metric '{}'", claim.metric);
-    return j;
-  }
-  j.reference_unit = std::string(m->unit);
-  const ClaimedGpu gpu = resolve_claimed_gpu(claim.gpu, catalogue);
-  if (!gpu.spec) {
-    const std::vector<std::string> near = catalogue.suggest(gpu.family);
-    j.why = fmt::format("the catalogue has no GPU '{}'{}", claim.gpu,
-                        near.empty() ? "" : fmt::format(" (closest: {})", fmt::join(near, ", ")));
-    return j;
-  }
-  const std::optional<double> claimed = claim_to_base_unit(claim.value, claim.unit, m->unit);
-  if (!claimed) {
-    j.why = fmt::format("unit '{}' does not fit {} ({})", claim.unit, m->name, m->unit);
-    return j;
-  }
-  const double scale = claim.value != 0 ? *claimed / claim.value
-                                        : claim_to_base_unit(1, claim.unit, m->unit).value();
-  const Judging c{
-      claim, *m, *gpu.spec, gpu, *claimed, scale, unit_label(scale, m->unit, claim.unit), options};
-
-  std::optional<Reference> ref;
-  for (const CompareInput& in : measured) {
-    const GpuSpec* s = spec_for(in, catalogue);
-    if (!in.run || !s || s->id != gpu.spec->id) continue;
-    std::optional<Cell> cell = measured_cell(*in.run, in.gpu_index, *m, s, in.run_ref);
-    if (cell && cell->value) {
-      ref = Reference{*cell->value, Source::kMeasured, cell->source_ref, "measured by gpuvs"};
-      break;
+      for (size_t i = 0; i < n; ++i)
+        if (i != out.baseline) fill_verdict(row.cells[i], base, row, options.same_sigmas);
+      out.rows.push_back(std::move(row));
     }
   }
-  const bool model = m->id.rfind("model.", 0) == 0;
-  if (!ref && !model) {
-    auto it = gpu.spec->figures.find(std::string(m->id));
-    if (it != gpu.spec->figures.end())
-      ref =
-          Reference{it->second.value, Source::kDatasheet,
-                    it->second.source.empty() ? gpu.spec->source : it->second.source, "datasheet"};
-  }
-  const bool unsupported = std::find(gpu.spec->unsupported.begin(), gpu.spec->unsupported.end(),
-                                     m->id) != gpu.spec->unsupported.end();
-  if (!ref && unsupported) {
-    j.reference = 0;
-    j.reference_source = Source::kDatasheet;
-    j.reference_ref = gpu.spec->source;
-    j.verdict = claim.value == 0 ? ClaimVerdict::kHolds : ClaimVerdict::kContradicted;
-    j.why = fmt::format("the {} has no {} (datasheet)", gpu_display(*gpu.spec, false), m->name);
-    return j;
-  }
-  std::vector<const PublishedFigure*> figs;
-  for (const PublishedFigure* f : published.for_gpu(gpu.spec->id))
-    if (f->metric == m->id && f->unit == m->unit && f->value > 0) figs.push_back(f);
-  if (!ref && !model && !figs.empty())
-    ref = Reference{figs.front()->value, Source::kPublished, figs.front()->source,
-                    published_desc(*figs.front())};
-
-  if (ref)
-    judge_against(j, c, *ref);
-  else if (model && !figs.empty())
-    judge_model(j, c, figs);
-  else
-    j.why = fmt::format("gpuvs has no measurement, datasheet or published figure for the {}",
-                        c.subject());
-
-  if (gpu.memory_mismatch) {
-    const std::string size = num(*gpu.named_memory_bytes / 1e9);
-    auto it = gpu.spec->figures.find("memory.size");
-    const std::string real =
-        it != gpu.spec->figures.end() ? num(it->second.value / 1e9) + " GB" : "another size";
-    std::string no_such = fmt::format("no {} has {} GB; the {} has {} (datasheet)", gpu.family,
-                                      size, gpu_display(*gpu.spec, true), real);
-    if (gpu.other_with_size)
-      no_such += fmt::format("; the {} has {} GB", gpu.other_with_size->id, size);
-    if (m->id == "memory.size" && j.verdict != ClaimVerdict::kHolds)
-      j.why = no_such;
-    else
-      j.why += fmt::format(" [{}; judged against the {}]", no_such, gpu_display(*gpu.spec, false));
-  }
-  return j;
-}
-
-}  // namespace
-
-std::vector<ClaimJudgement> judge_claims(const std::vector<Claim>& claims,
-                                         const std::vector<CompareInput>& measured,
-                                         const Catalogue& catalogue, const Published& published,
-                                         const ClaimOptions& options) {
-  std::vector<ClaimJudgement> out;
-  for (const Claim& c : claims)
-    out.push_back(judge_one(c, measured, catalogue, published, options));
   return out;
-}
-
-std::vector<ClaimJudgement> judge_claims(const std::vector<Claim>& claims,
-                                         const std::vector<CompareInput>& measured,
-                                         const Catalogue& catalogue, const Published& published) {
-  return judge_claims(claims, measured, catalogue, published, ClaimOptions{});
 }
 
 }  // namespace gpuvs

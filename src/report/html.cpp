@@ -32,6 +32,8 @@
 #include "core/units.h"
 #include "core/verdict.h"
 #include "report/collectives.h"
+#include "report/headline.h"
+#include "report/html_charts.h"
 #include "report/html_timeline.h"
 #include "report/summary.h"
 
@@ -42,8 +44,9 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kChartLibrary = "web/chart.umd.js";
 constexpr std::string_view kNoCharts =
-    "Charts are not available: this gpuvs was built without the chart library (npm was not "
-    "available at build time)";
+    "Charts are not available: this gpuvs was built without a chart library (neither npm nor "
+    "Debian's libjs-chart.js was there at build time). Build gpuvs where one is (README, "
+    "\"Building by hand\"), then `gpuvs compare RUN --out DIR` writes this report with charts";
 
 // A CSS class fragment from a word of ours ("measured", "holds"): letters, digits, '-'.
 std::string css_word(std::string_view s) {
@@ -136,11 +139,34 @@ std::string param_text(const ParamValue& v) {
       v);
 }
 
-bool positive(double v) {
-  return std::isfinite(v) && v > 0;
+// ---- comparison -----------------------------------------------------------------
+
+std::string value_html(const Row& row, const Cell& cell) {
+  if (cell.invalid) return "invalid";
+  if (cell.unsupported) return "none";
+  if (!cell.value) return "missing";
+  return fmt::format(
+      "<span class=\"num\">{}</span> {}", escape_html(format_si(*cell.value, row.unit)),
+      cell.fallback ? source_badge("datasheet", cell.source_ref) +
+                          "<span class=\"sub fallback\">datasheet, not measured</span>"
+                    : source_badge(to_string(cell.source), cell.source_ref));
 }
 
-// ---- comparison -----------------------------------------------------------------
+// The comparison of a cell with the baseline: a ratio of one basis, or "different
+// basis" with the datasheets' ratio.
+std::string verdict_html(const Cell& cell) {
+  if (cell.verdict.empty()) return "";
+  std::string text = cell.verdict;
+  if (cell.verdict == kDifferentBasis) {
+    if (cell.datasheet_ratio) text += fmt::format("; datasheets {:.2f}x", *cell.datasheet_ratio);
+  } else if (cell.verdict != kBaseline && cell.ratio) {
+    text = cell.verdict == "same" ? fmt::format("same {:+.1f} %", *cell.diff_pct)
+                                  : fmt::format("{:.2f}x {}", *cell.ratio, cell.verdict);
+    if (!cell.basis.empty()) text += " (" + cell.basis + ")";
+  }
+  return fmt::format("<span class=\"verdict verdict-{}\">{}</span>", css_word(cell.verdict),
+                     escape_html(text));
+}
 
 std::string cell_html(const Row& row, const Cell& cell) {
   if (cell.invalid) {
@@ -148,24 +174,41 @@ std::string cell_html(const Row& row, const Cell& cell) {
         "<td class=\"cell invalid\">invalid{}</td>",
         cell.note.empty() ? "" : "<span class=\"note\">" + escape_html(cell.note) + "</span>");
   }
+  if (cell.unsupported)
+    return "<td class=\"cell none\">none<span class=\"note\">" + escape_html(cell.note) +
+           "</span></td>";
   if (!cell.value) return "<td class=\"cell missing\">missing</td>";
-  std::string s = fmt::format("<td class=\"cell\"><span class=\"num\">{}</span> {}",
-                              escape_html(format_si(*cell.value, row.unit)),
-                              source_badge(to_string(cell.source), cell.source_ref));
+  std::string s = "<td class=\"cell\">" + value_html(row, cell);
   if (cell.source == Source::kMeasured && cell.of_datasheet)
     s += fmt::format("<span class=\"pct\">{:.1f} % of datasheet</span>", *cell.of_datasheet * 100);
   if (cell.noise)
     s += fmt::format("<span class=\"noise\">noise {:.2f} %</span>", *cell.noise * 100);
   if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
-  if (!cell.verdict.empty()) {
-    std::string diff;
-    if (cell.diff_pct && cell.verdict != "baseline")
-      diff = fmt::format(" {:+.1f} %", *cell.diff_pct);
-    s += fmt::format("<span class=\"verdict verdict-{}\">{}{}</span>", css_word(cell.verdict),
-                     escape_html(cell.verdict), diff);
-  }
-  if (!cell.note.empty()) s += "<span class=\"note\">" + escape_html(cell.note) + "</span>";
+  s += verdict_html(cell);
+  if (!cell.note.empty() && !cell.fallback)
+    s += "<span class=\"note\">" + escape_html(cell.note) + "</span>";
   return s + "</td>";
+}
+
+std::string row_header(const Row& row) {
+  return fmt::format("<th scope=\"row\">{}{}<span class=\"sub\">{}</span></th>",
+                     escape_html(row.name),
+                     row.config_text.empty()
+                         ? ""
+                         : "<span class=\"config\">" + escape_html(row.config_text) + "</span>",
+                     escape_html(row.metric));
+}
+
+std::string column_sub(const Column& col) {
+  std::vector<std::string> parts = {col.gpu_name};
+  if (col.measured) {
+    if (!col.file.empty()) parts.push_back(col.file);
+    if (!col.host.empty()) parts.push_back("host " + col.host);
+    if (col.gpu_index) parts.push_back(fmt::format("GPU {}", *col.gpu_index));
+    if (!col.uuid.empty()) parts.push_back(col.uuid);
+  }
+  if (!col.catalogue_id.empty()) parts.push_back("datasheet " + col.catalogue_id);
+  return fmt::format("{}", fmt::join(parts, " · "));
 }
 
 void comparison_section(std::string& out, const Comparison& c) {
@@ -174,7 +217,9 @@ void comparison_section(std::string& out, const Comparison& c) {
       "<p class=\"legend\">Every figure says where it comes from: " + source_badge("measured", "") +
       " here by gpuvs, from the " + source_badge("datasheet", "") + ", " +
       source_badge("published", "") + " elsewhere, or " + source_badge("derived", "") +
-      " from the driver's figures. Hover a label for its source.</p>\n";
+      " from the driver's figures. Hover a label for its source. A ratio only between figures "
+      "of one basis; across bases the cell says <em>different basis</em> and gives the ratio of "
+      "the two datasheets where both have one.</p>\n";
   if (c.rows.empty()) {
     out += "<p>No metric has a figure for these GPUs.</p>\n</section>\n";
     return;
@@ -182,16 +227,20 @@ void comparison_section(std::string& out, const Comparison& c) {
   out += "<div class=\"table-wrap\"><table class=\"comparison\">\n<thead><tr><th>metric</th>";
   for (size_t i = 0; i < c.columns.size(); ++i) {
     const Column& col = c.columns[i];
-    std::string sub = col.gpu_name;
-    if (!col.catalogue_id.empty()) sub += " · " + col.catalogue_id;
-    out +=
-        fmt::format("<th>{}<span class=\"sub\">{}</span>{}</th>", escape_html(col.label),
-                    escape_html(sub), i == c.baseline ? "<span class=\"sub\">baseline</span>" : "");
+    out += fmt::format("<th>{}<span class=\"sub\">{}</span>{}</th>", escape_html(col.label),
+                       escape_html(column_sub(col)),
+                       i == c.baseline ? "<span class=\"sub\">baseline</span>" : "");
   }
   out += "</tr></thead>\n<tbody>\n";
+  MetricGroup group = MetricGroup::kMemory;
+  bool first = true;
   for (const Row& row : c.rows) {
-    out += fmt::format("<tr><th scope=\"row\">{}<span class=\"sub\">{}</span></th>",
-                       escape_html(row.name), escape_html(row.metric));
+    if (first || row.group != group)
+      out += fmt::format("<tr class=\"group\"><th colspan=\"{}\">{}</th></tr>\n",
+                         c.columns.size() + 1, escape_html(to_string(row.group)));
+    first = false;
+    group = row.group;
+    out += "<tr>" + row_header(row);
     for (size_t i = 0; i < c.columns.size(); ++i)
       out += i < row.cells.size() ? cell_html(row, row.cells[i])
                                   : "<td class=\"cell missing\">missing</td>";
@@ -200,260 +249,47 @@ void comparison_section(std::string& out, const Comparison& c) {
   out += "</tbody></table></div>\n</section>\n";
 }
 
-// ---- charts ---------------------------------------------------------------------
+std::string side_html(const HeadlineItem& it, const Row* row, const Cell& cell) {
+  if (!row) return "<span class=\"missing\">no figure</span>";
+  std::string s = value_html(*row, cell);
+  if (cell.source == Source::kMeasured && cell.of_datasheet)
+    s += fmt::format("<span class=\"pct\">{:.0f} % of its datasheet</span>",
+                     *cell.of_datasheet * 100);
+  if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
+  (void)it;
+  if (!row->config_text.empty())
+    s += "<span class=\"config\">" + escape_html(row->config_text) + "</span>";
+  return s;
+}
 
-struct Charts {
-  Json specs = Json::array();
-  std::string html;  // sections with their containers
-
-  // A section with one container per chart; nothing when there is no chart.
-  void section(std::string_view id, std::string_view title, std::string_view intro,
-               std::vector<Json> charts) {
-    if (charts.empty()) return;
-    html += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n<div class=\"charts\">\n", id,
-                        title, intro);
-    for (Json& spec : charts)
-      add(std::move(spec));
-    html += "</div>\n</section>\n";
-  }
-  void add(Json spec) { html += container(std::move(spec)); }
-  // Registers the chart and returns its container, for sections placed elsewhere.
-  std::string container(Json spec) {
-    std::string out = fmt::format(
-        "<figure class=\"chart\"><figcaption>{0}</figcaption><div class=\"chart-box\">"
-        "<canvas id=\"chart-{1}\" data-chart=\"{1}\" role=\"img\" aria-label=\"{0}\"></canvas>"
-        "</div></figure>\n",
-        escape_html(spec["title"].get<std::string>()), specs.size());
-    specs.push_back(std::move(spec));
-    return out;
-  }
-};
-
-void metric_charts(Charts& ch, const Comparison& c) {
-  std::vector<Json> bars_per_metric;
-  Json pct = Json::array();
-  for (const Row& row : c.rows) {
-    Json bars = Json::array();
-    bool any = false;
-    for (size_t i = 0; i < row.cells.size() && i < c.columns.size(); ++i) {
-      const Cell& cell = row.cells[i];
-      const bool has = cell.value && !cell.invalid;
-      any = any || has;
-      const char* state = cell.invalid ? "invalid" : has ? to_string(cell.source) : "missing";
-      bars.push_back({{"label", c.columns[i].label},
-                      {"column", i},
-                      {"sublabel", state},
-                      {"source", to_string(cell.source)},
-                      {"value", has ? Json(*cell.value) : Json(nullptr)}});
-      if (has && cell.source == Source::kMeasured && cell.of_datasheet)
-        pct.push_back({{"label", c.columns[i].label},
-                       {"column", i},
-                       {"sublabel", row.name},
-                       {"source", "measured"},
-                       {"value", *cell.of_datasheet * 100}});
+// The first screen: per pair, which is faster, by how much, for what, on which basis.
+void headline_section(std::string& out, const Comparison& c) {
+  const std::vector<HeadlinePair> pairs = build_headline(c);
+  if (pairs.empty()) return;
+  out += "<section id=\"headline\">\n<h2>At a glance</h2>\n";
+  for (const HeadlinePair& p : pairs) {
+    const std::string& base = c.columns[p.baseline].label;
+    const std::string& other = c.columns[p.other].label;
+    out += fmt::format(
+        "<div class=\"headline-pair\" data-baseline=\"{0}\" data-other=\"{1}\">\n<h3>{1} "
+        "<span class=\"against\">against</span> {0}</h3>\n<p class=\"headline-summary\">{2}</p>\n"
+        "<table class=\"headline\"><thead><tr><th>figure</th><th>{0}</th><th>{1}</th>"
+        "<th>{1} vs {0}</th></tr></thead>\n<tbody>\n",
+        escape_html(base), escape_html(other), escape_html(p.summary));
+    for (const HeadlineItem& it : p.items) {
+      const std::string basis = it.basis.empty() ? "missing" : it.basis;
+      out += fmt::format(
+          "<tr data-metric=\"{}\" data-basis=\"{}\"><th scope=\"row\">{}</th><td "
+          "class=\"base\">{}</td><td class=\"other\">{}</td><td class=\"ratio "
+          "verdict-{}\">{}</td></tr>\n",
+          escape_html(it.metric), css_word(basis), escape_html(it.name),
+          side_html(it, it.base_row, it.base), side_html(it, it.other_row, it.other),
+          css_word(it.verdict.empty() ? basis : it.verdict),
+          escape_html(headline_comparison_text(it)));
     }
-    if (any)
-      bars_per_metric.push_back({{"kind", "bar"},
-                                 {"title", fmt::format("{} ({})", row.name, row.metric)},
-                                 {"unit", row.unit},
-                                 {"higher_is_better", row.higher_is_better},
-                                 {"bars", std::move(bars)}});
+    out += "</tbody></table>\n</div>\n";
   }
-  ch.section("metric-charts", "Per metric",
-             "One chart per metric; each bar is labelled with where its figure comes from.",
-             std::move(bars_per_metric));
-  std::vector<Json> share;
-  if (!pct.empty())
-    share.push_back({{"kind", "bar"},
-                     {"title", "Measured, % of datasheet"},
-                     {"unit", "%"},
-                     {"reference", 100},
-                     {"bars", std::move(pct)}});
-  ch.section("datasheet-chart", "Share of the datasheet",
-             "Measured figures as a percentage of the same GPU's datasheet figure.",
-             std::move(share));
-}
-
-std::string gpu_label(const RunFile& run, const std::vector<int>& devices) {
-  std::vector<std::string> names;
-  for (int d : devices)
-    names.push_back(d >= 0 && static_cast<size_t>(d) < run.system.gpus.size()
-                        ? short_gpu_name(run.system.gpus[d].name)
-                        : fmt::format("GPU {}", d));
-  if (names.empty()) return "host";
-  if (std::all_of(names.begin(), names.end(), [&](const auto& n) { return n == names[0]; })) {
-    if (names.size() > 1) return fmt::format("{} ×{}", names[0], names.size());
-    // Two GPUs of one name in a run are told apart by their index.
-    return run.system.gpus.size() > 1 ? fmt::format("{} #{}", names[0], devices[0]) : names[0];
-  }
-  return fmt::format("{}", fmt::join(names, "+"));
-}
-
-struct Series {
-  std::string base;                          // GPU (and run) label
-  std::map<std::string, std::string> extra;  // parameters other than x
-  std::string role = "measured";
-  std::vector<std::pair<double, double>> points;
-  std::optional<double> peak, peak_bandwidth;  // roofline roofs
-};
-
-struct LineChart {
-  std::string title, x_unit, y_unit;
-  bool y_log = false;
-  std::vector<Series> series;
-  std::map<std::string, size_t> index;
-
-  Series& series_for(std::pair<std::string, Series> keyed) {
-    auto [it, fresh] = index.try_emplace(keyed.first, series.size());
-    if (fresh) series.push_back(std::move(keyed.second));
-    return series[it->second];
-  }
-  Json spec() const {
-    // Only parameters that differ between series go into their labels.
-    std::set<std::string> varying;
-    for (const Series& a : series)
-      for (const Series& b : series)
-        for (const auto& [k, v] : a.extra) {
-          const auto it = b.extra.find(k);
-          if (it == b.extra.end() || it->second != v) varying.insert(k);
-        }
-    Json js = Json::array();
-    for (Series s : series) {
-      std::sort(s.points.begin(), s.points.end());
-      std::vector<std::string> parts;
-      for (const auto& [k, v] : s.extra)
-        if (varying.count(k)) parts.push_back(k + "=" + v);
-      std::string label = s.base;
-      if (!parts.empty()) label += fmt::format(" ({})", fmt::join(parts, ", "));
-      Json pts = Json::array();
-      for (auto [x, y] : s.points)
-        pts.push_back({x, y});
-      js.push_back({{"label", label}, {"role", s.role}, {"points", std::move(pts)}});
-    }
-    return {{"kind", "line"}, {"title", title}, {"x_unit", x_unit},       {"y_unit", y_unit},
-            {"x_log", true},  {"y_log", y_log}, {"series", std::move(js)}};
-  }
-};
-
-std::string run_prefix(const std::vector<const RunFile*>& runs, size_t ri, const Result& r) {
-  const std::string gpu = gpu_label(*runs[ri], r.devices);
-  return runs.size() > 1 ? fmt::format("{} · run {}", gpu, ri + 1) : gpu;
-}
-
-// The series a result belongs to: one per run, devices and label base and, with
-// `variants`, per value of each string or boolean parameter ("pattern": "random").
-// Numeric parameters (grid, bytes_per_array) change with the x value: they never split.
-std::pair<std::string, Series> series_proto(size_t ri, const Result& r, std::string base,
-                                            bool variants) {
-  Series s;
-  s.base = std::move(base);
-  std::string key = fmt::format("{}|{}|{}", ri, fmt::join(r.devices, ","), s.base);
-  for (const auto& [k, v] : r.parameters)
-    if (variants && (std::holds_alternative<std::string>(v) || std::holds_alternative<bool>(v)))
-      key += "|" + k + "=" + (s.extra[k] = param_text(v));
-  return {key, std::move(s)};
-}
-
-// The measured roof of a roofline point: the ridge result "<id>.ridge" of the same run
-// and devices, with parameters peak_flops (FLOP/s) and bandwidth (B/s).
-const Result* ridge_of(const RunFile& run, const Result& point) {
-  for (const Result& r : run.results)
-    if (r.status == Status::kOk && r.id == point.id + ".ridge" && r.devices == point.devices)
-      return &r;
-  return nullptr;
-}
-
-// Sweeps (docs/report.md): ok results whose parameters hold a size ("bytes" or
-// "size_bytes"), grouped by id (less a trailing ".<digits...>" segment) and unit;
-// one series per run, devices and other parameters.
-void sweep_charts(Charts& ch, const std::vector<const RunFile*>& runs) {
-  std::vector<LineChart> charts;
-  std::map<std::pair<std::string, std::string>, size_t> by_key;
-  for (size_t ri = 0; ri < runs.size(); ++ri) {
-    for (const Result& r : runs[ri]->results) {
-      if (r.status != Status::kOk || !positive(r.value) || r.id.rfind("roofline.", 0) == 0 ||
-          is_collective_result(r))  // charted by operation in their own section
-        continue;
-      const std::string size_key = r.parameters.count("bytes") ? "bytes" : "size_bytes";
-      const auto size = number_parameter(r, size_key);
-      if (!size || !positive(*size)) continue;
-      std::string stem = r.id;
-      const size_t dot = stem.rfind('.');
-      if (dot != std::string::npos && dot + 1 < stem.size() &&
-          std::isdigit(static_cast<unsigned char>(stem[dot + 1])))
-        stem.resize(dot);
-      auto [it, fresh] = by_key.try_emplace({stem, r.unit}, charts.size());
-      if (fresh) {
-        LineChart c;
-        const std::string what = r.unit == "B/s" ? "Bandwidth" : r.unit == "s" ? "Latency" : r.unit;
-        c.title = fmt::format("{} vs size: {}", what, stem);
-        c.x_unit = "B";
-        c.y_unit = r.unit;
-        c.y_log = r.unit == "s";
-        charts.push_back(std::move(c));
-      }
-      charts[it->second]
-          .series_for(series_proto(ri, r, run_prefix(runs, ri, r), true))
-          .points.emplace_back(*size, r.value);
-    }
-  }
-  std::vector<Json> specs;
-  for (const LineChart& c : charts)  // a single size is no sweep
-    if (std::any_of(c.series.begin(), c.series.end(),
-                    [](const Series& s) { return s.points.size() >= 2; }))
-      specs.push_back(c.spec());
-  ch.section("sweeps", "Size sweeps", "Figures against buffer size (log scale).", std::move(specs));
-}
-
-// Roofline (docs/report.md): ok results "roofline.*" with parameters.intensity
-// (FLOP/B) and a value in FLOP/s, one line per id; the roof from the ridge result
-// where there is one, else from result.peak (FLOP/s) and parameters.peak_bandwidth.
-void roofline_chart(Charts& ch, const std::vector<const RunFile*>& runs) {
-  LineChart c{"Roofline", "FLOP/B", "FLOP/s", true, {}, {}};
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double xmin = kInf, xmax = 0;
-  for (size_t ri = 0; ri < runs.size(); ++ri) {
-    for (const Result& r : runs[ri]->results) {
-      if (r.status != Status::kOk || r.id.rfind("roofline.", 0) != 0 || !positive(r.value))
-        continue;
-      const auto intensity = number_parameter(r, "intensity");
-      if (!intensity || !positive(*intensity)) continue;
-      Series& s = c.series_for(series_proto(
-          ri, r, fmt::format("{} {}", run_prefix(runs, ri, r), r.id.substr(9)), false));
-      s.points.emplace_back(*intensity, r.value);
-      std::optional<double> peak, bandwidth = number_parameter(r, "peak_bandwidth");
-      if (r.peak && r.peak->unit == "FLOP/s") peak = r.peak->value;
-      if (const Result* ridge = ridge_of(*runs[ri], r)) {
-        peak = number_parameter(*ridge, "peak_flops");
-        bandwidth = number_parameter(*ridge, "bandwidth");
-      }
-      if (peak && positive(*peak)) s.peak = peak;
-      if (bandwidth && positive(*bandwidth)) s.peak_bandwidth = bandwidth;
-      xmin = std::min(xmin, *intensity);
-      xmax = std::max(xmax, *intensity);
-    }
-  }
-  if (c.series.empty()) return;
-  const size_t measured = c.series.size();
-  for (size_t i = 0; i < measured; ++i) {
-    const Series& s = c.series[i];
-    if (!s.peak && !s.peak_bandwidth) continue;
-    Series roof;
-    roof.base = "roof: " + s.base;
-    roof.extra = s.extra;
-    roof.role = "roof";
-    const double p = s.peak.value_or(kInf), b = s.peak_bandwidth.value_or(kInf);
-    std::vector<double> xs = {xmin / 2, xmax * 2};
-    if (s.peak && s.peak_bandwidth && p / b > xs[0] && p / b < xs[1])
-      xs.insert(xs.begin() + 1, p / b);
-    for (double x : xs)
-      roof.points.emplace_back(x, std::min(p, x * b));
-    c.series.push_back(std::move(roof));
-  }
-  ch.section("roofline", "Roofline",
-             "Attained FLOP/s against arithmetic intensity (FLOP per byte), log-log; dashed: "
-             "the roof, min(peak FLOP/s, intensity × bandwidth).",
-             {c.spec()});
+  out += "</section>\n";
 }
 
 // ---- claims and runs ------------------------------------------------------------
@@ -484,9 +320,10 @@ void claims_section(std::string& out, const std::vector<ClaimJudgement>& claims)
         "</tr>\n",
         escape_html(c.gpu), escape_html(c.metric),
         setting.empty() ? "" : "<span class=\"sub\">" + escape_html(setting) + "</span>",
-        escape_html(fmt::format("{:g}", c.value)), escape_html(c.unit), to_string(j.verdict),
-        to_string(j.verdict), judged ? fmt::format("{:+.1f} %", j.off_pct) : "n/a", ref,
-        escape_html(j.why), escape_html(c.source),
+        escape_html(fmt::format("{:g}", c.value)), escape_html(c.unit),
+        holds(j.verdict) ? "holds" : to_string(j.verdict), escape_html(to_string(j.verdict)),
+        judged ? fmt::format("{:+.1f} %", j.off_pct) : "n/a", ref, escape_html(j.why),
+        escape_html(c.source),
         c.line > 0 ? fmt::format("<span class=\"sub\">line {}</span>", c.line) : "");
   }
   out += "</tbody></table></div>\n</section>\n";
@@ -633,8 +470,8 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
   Charts charts;
   if (charts_on) {
     if (input.comparison) metric_charts(charts, *input.comparison);
-    sweep_charts(charts, runs);
-    roofline_chart(charts, runs);
+    sweep_charts(charts, runs, input.comparison);
+    roofline_chart(charts, runs, input.comparison);
   }
   std::string collectives;
   const AddChart add_chart = [&](Json spec) { return charts.container(std::move(spec)); };
@@ -655,6 +492,7 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
     body += fmt::format("<p class=\"note-line\">{}</p>\n", escape_html(input.note));
   if (!charts_on) body += fmt::format("<p class=\"charts-unavailable\">{}</p>\n", kNoCharts);
   body += "<div id=\"report-errors\" hidden></div>\n</header>\n<main>\n";
+  if (input.comparison) headline_section(body, *input.comparison);
   if (input.comparison) comparison_section(body, *input.comparison);
   body += charts.html;
   body += collectives;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "report/headline.h"
 #include "report/table.h"
 
 namespace gpuvs {
@@ -47,7 +48,7 @@ std::string cell_text(const Cell& c, const std::string& unit) {
   if (c.invalid) return "invalid";
   if (c.unsupported) return "none";
   if (!c.value) return "-";
-  std::string s = fmt_value(*c.value, unit) + source_tag(c.source);
+  std::string s = fmt_value(*c.value, unit) + (c.fallback ? " (ds*)" : source_tag(c.source));
   if (c.source == Source::kMeasured) {
     if (c.noise) s += fmt::format(" ±{:.2f}%", *c.noise * 100);
     if (c.of_datasheet) s += fmt::format(" ({:.0f}% of ds)", *c.of_datasheet * 100);
@@ -56,18 +57,38 @@ std::string cell_text(const Cell& c, const std::string& unit) {
   return s;
 }
 
+const char* basis_tag(const std::string& basis) {
+  if (basis == "datasheet") return " (ds)";
+  if (basis == "published") return " (pub)";
+  return "";
+}
+
 std::string vs_text(const Cell& c) {
+  if (c.verdict == kDifferentBasis)
+    return c.datasheet_ratio ? fmt::format("different basis (ds {:.2f}x)", *c.datasheet_ratio)
+                             : std::string(kDifferentBasis);
   if (c.verdict.empty() || !c.ratio) return "-";
-  if (c.verdict == "same") return fmt::format("same ({:+.1f}%)", *c.diff_pct);
-  return fmt::format("{:.2f}x {}", *c.ratio, c.verdict);
+  if (c.verdict == "same") return fmt::format("same ({:+.1f}%){}", *c.diff_pct, basis_tag(c.basis));
+  return fmt::format("{:.2f}x {}{}", *c.ratio, c.verdict, basis_tag(c.basis));
 }
 
 std::string column_source(const Column& col) {
   std::string s = col.gpu_name;
-  if (col.measured) s += ", measured by gpuvs";
+  if (col.measured) {
+    s += ", measured by gpuvs";
+    if (col.gpu_index) s += fmt::format(": GPU {}", *col.gpu_index);
+    if (!col.file.empty()) s += fmt::format(" of {}", col.file);
+    if (!col.host.empty()) s += fmt::format(" on host {}", col.host);
+    if (!col.started_at.empty()) s += fmt::format(" at {}", col.started_at);
+    if (!col.uuid.empty()) s += fmt::format(", {}", col.uuid);
+  }
   s += col.catalogue_id.empty() ? ", no catalogue entry"
                                 : fmt::format(", datasheet {}", col.catalogue_id);
   return s;
+}
+
+std::string row_label(const Row& r) {
+  return r.config_text.empty() ? r.name : fmt::format("{} · {}", r.name, r.config_text);
 }
 
 // Header and rows as plain strings: shared by the terminal and Markdown tables.
@@ -87,14 +108,14 @@ Grid comparison_grid(const Comparison& c) {
     if (i != c.baseline) g.header.push_back("vs " + base);
   }
   for (const Row& r : c.rows) {
-    std::vector<std::string> line{r.name};
+    std::vector<std::string> line{row_label(r)};
     for (size_t i = 0; i < r.cells.size(); ++i) {
       const Cell& cell = r.cells[i];
       line.push_back(cell_text(cell, r.unit));
       if (i != c.baseline) line.push_back(vs_text(cell));
       const std::string& label = c.columns[i].label;
       if (cell.invalid || cell.throttled || (cell.source == Source::kPublished && cell.value))
-        g.notes.push_back(fmt::format("{}, {}: {}{}", label, r.name,
+        g.notes.push_back(fmt::format("{}, {}: {}{}", label, row_label(r),
                                       cell.note.empty() ? to_string(cell.source) : cell.note,
                                       cell.source_ref.empty() ? "" : " (" + cell.source_ref + ")"));
     }
@@ -116,8 +137,11 @@ Grid comparison_grid(const Comparison& c) {
 }
 
 constexpr const char* kLegend =
-    "(ds) datasheet, (pub) published, no tag: measured here; ±: measurement noise; \"same\": "
-    "within 2 sigma of the measured noise, or 1 %";
+    "(ds) datasheet, (ds*) datasheet in a measured column (the run did not measure it), (pub) "
+    "published, no tag: measured here; ±: measurement noise. Ratios only between figures of one "
+    "basis (measured with measured, datasheet with datasheet, published with published of one "
+    "setting); across bases \"different basis\" and, where both have one, the ratio of their "
+    "datasheets. \"same\": within 2 sigma of the measured noise, or 1 %";
 
 std::string md_escape(const std::string& s) {
   std::string out;
@@ -171,6 +195,45 @@ std::string md_table(const std::vector<std::string>& header,
   return out;
 }
 
+json config_json(const Row& r) {
+  json c = json::object();
+  for (const auto& [k, v] : r.config)
+    c[k] = v;
+  return c;
+}
+
+json headline_json(const Comparison& c, const std::vector<HeadlinePair>& pairs) {
+  auto row_index = [&](const Row* r) -> json {
+    if (!r) return nullptr;
+    return static_cast<size_t>(r - c.rows.data());
+  };
+  json out = json::array();
+  for (const HeadlinePair& p : pairs) {
+    json items = json::array();
+    for (const HeadlineItem& it : p.items)
+      items.push_back(
+          {{"metric", it.metric},
+           {"name", it.name},
+           {"unit", it.unit},
+           {"baseline_row", row_index(it.base_row)},
+           {"other_row", row_index(it.other_row)},
+           {"baseline_value", it.base.invalid ? json(nullptr) : opt_json(it.base.value)},
+           {"baseline_source", it.base_row ? json(basis_of(it.base)) : json(nullptr)},
+           {"other_value", it.other.invalid ? json(nullptr) : opt_json(it.other.value)},
+           {"other_source", it.other_row ? json(basis_of(it.other)) : json(nullptr)},
+           {"basis", it.basis},
+           {"ratio", opt_json(it.ratio)},
+           {"verdict", it.verdict},
+           {"datasheet_ratio", opt_json(it.datasheet_ratio)},
+           {"text", headline_comparison_text(it)}});
+    out.push_back({{"baseline", p.baseline},
+                   {"other", p.other},
+                   {"summary", p.summary},
+                   {"items", std::move(items)}});
+  }
+  return out;
+}
+
 json comparison_json(const Comparison& c) {
   json cols = json::array();
   for (const Column& col : c.columns)
@@ -178,7 +241,12 @@ json comparison_json(const Comparison& c) {
         {{"label", col.label},
          {"gpu_name", col.gpu_name},
          {"catalogue_id", col.catalogue_id.empty() ? json(nullptr) : json(col.catalogue_id)},
-         {"measured", col.measured}});
+         {"measured", col.measured},
+         {"file", col.measured && !col.file.empty() ? json(col.file) : json(nullptr)},
+         {"host", col.measured ? json(col.host) : json(nullptr)},
+         {"gpu_index", col.gpu_index ? json(*col.gpu_index) : json(nullptr)},
+         {"uuid", col.measured && !col.uuid.empty() ? json(col.uuid) : json(nullptr)},
+         {"started_at", col.measured ? json(col.started_at) : json(nullptr)}});
   json rows = json::array();
   for (const Row& r : c.rows) {
     json cells = json::array();
@@ -186,12 +254,16 @@ json comparison_json(const Comparison& c) {
       const bool present = cell.value || cell.invalid || cell.unsupported;
       cells.push_back({{"value", cell.invalid ? json(nullptr) : opt_json(cell.value)},
                        {"source", present ? json(to_string(cell.source)) : json(nullptr)},
+                       {"fallback", cell.fallback},
                        {"source_ref", cell.source_ref},
                        {"noise", opt_json(cell.noise)},
+                       {"datasheet", opt_json(cell.datasheet)},
                        {"of_datasheet", opt_json(cell.of_datasheet)},
                        {"ratio", opt_json(cell.ratio)},
                        {"diff_pct", opt_json(cell.diff_pct)},
                        {"verdict", cell.verdict},
+                       {"basis", cell.basis.empty() ? json(nullptr) : json(cell.basis)},
+                       {"datasheet_ratio", opt_json(cell.datasheet_ratio)},
                        {"invalid", cell.invalid},
                        {"throttled", cell.throttled},
                        {"unsupported", cell.unsupported},
@@ -200,45 +272,103 @@ json comparison_json(const Comparison& c) {
     rows.push_back({{"metric", r.metric},
                     {"name", r.name},
                     {"unit", r.unit},
+                    {"group", std::string(to_string(r.group))},
                     {"higher_is_better", r.higher_is_better},
+                    {"headline", r.headline},
+                    {"config", config_json(r)},
+                    {"config_text", r.config_text},
+                    {"published", r.published},
                     {"cells", std::move(cells)}});
   }
   return {{"schema", "gpuvs.compare/1"},
           {"baseline", c.baseline},
           {"columns", std::move(cols)},
+          {"headline", headline_json(c, build_headline(c))},
           {"rows", std::move(rows)}};
 }
 
+std::string side_text(const Cell& cell, const Row* row, const std::string& unit) {
+  if (!row) return "-";
+  std::string s = cell_text(cell, unit);
+  std::string config = row->config_text;
+  if (row->published && config.rfind("published, ", 0) == 0) config = config.substr(11);
+  if (!config.empty()) s += " [" + config + "]";
+  return s;
+}
+
 }  // namespace
+
+std::string render_headline(const Comparison& c, TextFormat format) {
+  const std::vector<HeadlinePair> pairs = build_headline(c);
+  std::string out;
+  for (const HeadlinePair& p : pairs) {
+    const std::string& base = c.columns[p.baseline].label;
+    const std::string& other = c.columns[p.other].label;
+    std::vector<std::string> header = {"at a glance", "baseline", "other", "other vs baseline"};
+    std::vector<std::vector<std::string>> rows;
+    for (const HeadlineItem& it : p.items)
+      rows.push_back({it.name, side_text(it.base, it.base_row, it.unit),
+                      side_text(it.other, it.other_row, it.unit), headline_comparison_text(it)});
+    const std::string title =
+        fmt::format("At a glance: {} (other) against {} (baseline).", other, base);
+    if (format == TextFormat::kMarkdown) {
+      out += fmt::format("**{}** {}\n\n{}\n", md_escape(title), md_escape(p.summary),
+                         md_table(header, rows));
+    } else {
+      using A = TextTable::Align;
+      TextTable t(header, {A::kLeft, A::kRight, A::kRight, A::kLeft});
+      for (auto& r : rows)
+        t.add_row(std::move(r));
+      out += title + "\n" + p.summary + "\n" + t.render() + "\n";
+    }
+  }
+  return out;
+}
 
 std::string render_comparison(const Comparison& c, TextFormat format) {
   switch (format) {
     case TextFormat::kJson:
       return comparison_json(c).dump(2) + "\n";
     case TextFormat::kCsv: {
-      std::string out =
-          csv_line({"metric", "name", "unit", "column", "gpu", "catalogue_id", "source", "value",
-                    "noise", "of_datasheet", "ratio", "diff_pct", "verdict", "invalid", "throttled",
-                    "unsupported", "source_ref", "note"});
+      std::string out = csv_line(
+          {"metric",       "name",        "config",     "unit",  "column",          "gpu",
+           "catalogue_id", "source",      "fallback",   "value", "noise",           "of_datasheet",
+           "ratio",        "diff_pct",    "verdict",    "basis", "datasheet_ratio", "invalid",
+           "throttled",    "unsupported", "source_ref", "note"});
       for (const Row& r : c.rows) {
         for (size_t i = 0; i < r.cells.size(); ++i) {
           const Cell& cell = r.cells[i];
           const Column& col = c.columns[i];
           const bool present = cell.value || cell.invalid || cell.unsupported;
-          out += csv_line({r.metric, r.name, r.unit, col.label, col.gpu_name, col.catalogue_id,
+          out += csv_line({r.metric,
+                           r.name,
+                           r.config_text,
+                           r.unit,
+                           col.label,
+                           col.gpu_name,
+                           col.catalogue_id,
                            present ? to_string(cell.source) : "",
-                           cell.invalid ? "" : csv_num(cell.value), csv_num(cell.noise),
-                           csv_num(cell.of_datasheet), csv_num(cell.ratio), csv_num(cell.diff_pct),
-                           cell.verdict, cell.invalid ? "true" : "false",
-                           cell.throttled ? "true" : "false", cell.unsupported ? "true" : "false",
-                           cell.source_ref, cell.note});
+                           cell.fallback ? "true" : "false",
+                           cell.invalid ? "" : csv_num(cell.value),
+                           csv_num(cell.noise),
+                           csv_num(cell.of_datasheet),
+                           csv_num(cell.ratio),
+                           csv_num(cell.diff_pct),
+                           cell.verdict,
+                           cell.basis,
+                           csv_num(cell.datasheet_ratio),
+                           cell.invalid ? "true" : "false",
+                           cell.throttled ? "true" : "false",
+                           cell.unsupported ? "true" : "false",
+                           cell.source_ref,
+                           cell.note});
         }
       }
       return out;
     }
     case TextFormat::kMarkdown: {
       const Grid g = comparison_grid(c);
-      std::string out = md_table(g.header, g.rows);
+      std::string out = render_headline(c, format) + md_table(g.header, g.rows);
       out += fmt::format("\n{}\n\n", md_escape(kLegend));
       for (const std::string& n : g.notes)
         out += "- " + n + "\n";
@@ -253,7 +383,8 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
   TextTable t(g.header, align);
   for (const auto& row : g.rows)
     t.add_row(row);
-  std::string out = t.rows() ? t.render() : "no figures to compare\n";
+  std::string out = render_headline(c, format);
+  out += t.rows() ? t.render() : "no figures to compare\n";
   out += fmt::format("{}\n", kLegend);
   for (const std::string& n : g.notes)
     out += "  " + n + "\n";
@@ -287,10 +418,21 @@ std::string reference_text(const ClaimJudgement& j) {
 
 std::string claims_summary(const std::vector<ClaimJudgement>& js) {
   std::map<ClaimVerdict, int> n;
-  for (const ClaimJudgement& j : js)
+  int hold = 0;
+  for (const ClaimJudgement& j : js) {
     ++n[j.verdict];
-  return fmt::format("{} claims: {} hold, {} off, {} contradicted, {} unverifiable", js.size(),
-                     n[ClaimVerdict::kHolds], n[ClaimVerdict::kOff], n[ClaimVerdict::kContradicted],
+    if (holds(j.verdict)) ++hold;
+  }
+  std::vector<std::string> as;
+  for (ClaimVerdict v :
+       {ClaimVerdict::kHoldsSparse, ClaimVerdict::kHoldsTensor, ClaimVerdict::kHoldsNonTensor})
+    if (n[v] > 0) {
+      const std::string word = to_string(v);  // "holds (sparse)" -> "sparse"
+      as.push_back(fmt::format("{} as the {} figure", n[v], word.substr(7, word.size() - 8)));
+    }
+  return fmt::format("{} claims: {} hold{}, {} off, {} contradicted, {} unverifiable", js.size(),
+                     hold, as.empty() ? "" : fmt::format(" ({})", fmt::join(as, ", ")),
+                     n[ClaimVerdict::kOff], n[ClaimVerdict::kContradicted],
                      n[ClaimVerdict::kUnverifiable]);
 }
 
@@ -307,7 +449,8 @@ std::string render_claims(const std::vector<ClaimJudgement>& judgements, TextFor
     case TextFormat::kJson: {
       json arr = json::array();
       std::map<std::string, int> counts = {
-          {"holds", 0}, {"off", 0}, {"contradicted", 0}, {"unverifiable", 0}};
+          {"holds", 0}, {"holds (sparse)", 0}, {"holds (tensor)", 0}, {"holds (non-tensor)", 0},
+          {"off", 0},   {"contradicted", 0},   {"unverifiable", 0}};
       for (const ClaimJudgement& j : judgements) {
         const MetricDef* m = resolve_claim_metric(j.claim.metric);
         ++counts[to_string(j.verdict)];

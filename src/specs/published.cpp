@@ -4,8 +4,11 @@
 #include "specs/published.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -36,9 +39,9 @@ bool is_date(std::string_view s) {
 
 PublishedFigure read_figure(const json& value, std::string_view name, const std::string& path,
                             const Catalogue& catalogue) {
-  const ObjectReader r(
-      value, name, path,
-      {"gpu", "metric", "value", "unit", "precision", "setting", "source", "publisher", "date"});
+  const ObjectReader r(value, name, path,
+                       {"gpu", "metric", "value", "unit", "precision", "setting", "source",
+                        "publisher", "date", "suite", "config"});
   PublishedFigure f;
   const std::string gpu = r.string("gpu");
   const GpuSpec* spec = catalogue.find(gpu);
@@ -54,6 +57,7 @@ PublishedFigure read_figure(const json& value, std::string_view name, const std:
   const MetricDef* metric = find_metric(f.metric);
   if (metric == nullptr)
     r.fail("metric", fmt::format("unknown metric id {}", run_json::quote(f.metric)));
+  f.metric = metric->id;  // the vocabulary's spelling, whatever punctuation the file used
   f.value = specs_detail::read_value(r, *metric);
   f.unit = std::string(metric->unit);
   f.precision = r.string("precision");
@@ -63,10 +67,33 @@ PublishedFigure read_figure(const json& value, std::string_view name, const std:
   f.date = r.string("date");
   if (!is_date(f.date))
     r.fail("date", fmt::format("{} is not a date such as \"2024-08-28\"", run_json::quote(f.date)));
+  f.suite = r.opt_string("suite");
+  if (f.suite.empty()) f.suite = f.publisher;
+  if (const json* config = r.find("config"); config && !config->is_null()) {
+    const ObjectReader c(*config, name, r.path("config"), {"precision", "batch", "seq"});
+    f.precision_key = c.opt_string("precision");
+    if (!f.precision_key.empty() &&
+        std::find(std::begin(kPublishedPrecisions), std::end(kPublishedPrecisions),
+                  f.precision_key) == std::end(kPublishedPrecisions))
+      c.fail("precision", fmt::format("{} is not one of fp32, tf32, fp16, bf16, fp8, int8",
+                                      run_json::quote(f.precision_key)));
+    if (auto b = c.opt_int("batch", 1, 1 << 24)) f.batch = *b;
+    if (auto q = c.opt_int("seq", 1, 1 << 24)) f.seq = *q;
+  }
   return f;
 }
 
 }  // namespace
+
+std::string describe(const PublishedFigure& f) {
+  std::vector<std::string> parts;
+  if (!f.precision.empty()) parts.push_back(f.precision);
+  if (f.batch) parts.push_back(fmt::format("batch {}", *f.batch));
+  if (f.seq) parts.push_back(fmt::format("seq {}", *f.seq));
+  if (!f.date.empty()) parts.push_back(f.date);
+  return fmt::format("{}{}", f.publisher.empty() ? "published" : f.publisher,
+                     parts.empty() ? "" : fmt::format(": {}", fmt::join(parts, ", ")));
+}
 
 Published Published::parse(std::string_view text, std::string_view name) {
   return parse(text, name, Catalogue::builtin());

@@ -72,7 +72,10 @@ TEST(CliCompare, RunFileAgainstSpecAsJson) {
       found = true;
       EXPECT_EQ(row["cells"][0]["source"], "measured");
       EXPECT_GT(row["cells"][0]["of_datasheet"].get<double>(), 0.8);
-      EXPECT_EQ(row["cells"][1]["verdict"], "slower");
+      // A measurement against a datasheet: both shown, no speed verdict between them.
+      EXPECT_EQ(row["cells"][1]["verdict"], "different basis");
+      EXPECT_TRUE(row["cells"][1]["ratio"].is_null());
+      EXPECT_NEAR(row["cells"][1]["datasheet_ratio"].get<double>(), 2039.0 / 4800, 1e-9);
     }
     EXPECT_TRUE(found);
   }
@@ -81,10 +84,19 @@ TEST(CliCompare, RunFileAgainstSpecAsJson) {
 TEST(CliCompare, MarkdownCsvAndBaseline) {
   const Outcome md = run_gpuvs("compare H200-SXM A100-SXM4-80GB --format md");
   EXPECT_EQ(md.code, 0);
-  EXPECT_EQ(md.out.rfind("| metric | H200-SXM | A100-SXM4-80GB | vs H200-SXM |", 0), 0u) << md.out;
+  // The headline first, then the table.
+  EXPECT_EQ(md.out.rfind("**At a glance: A100-SXM4-80GB (other) against H200-SXM (baseline).**", 0),
+            0u)
+      << md.out;
+  EXPECT_NE(md.out.find("\n| metric | H200-SXM | A100-SXM4-80GB | vs H200-SXM |"),
+            std::string::npos)
+      << md.out;
   const Outcome csv = run_gpuvs("compare H200-SXM A100-SXM4-80GB --format csv");
   EXPECT_EQ(csv.code, 0);
-  EXPECT_EQ(csv.out.rfind("metric,name,unit,column,gpu,catalogue_id,source,value,", 0), 0u);
+  EXPECT_EQ(
+      csv.out.rfind("metric,name,config,unit,column,gpu,catalogue_id,source,fallback,value,", 0),
+      0u)
+      << csv.out;
   const Outcome b = run_gpuvs("compare H200-SXM A100-SXM4-80GB --baseline 2");
   EXPECT_EQ(b.code, 0) << b.err;
   EXPECT_NE(b.out.find("vs A100-SXM4-80GB"), std::string::npos) << b.out;

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.h"
 
 namespace {
@@ -101,11 +103,25 @@ TEST(CliModel, WithoutAGpuExit3WithOneClearLine) {
   std::filesystem::remove_all(out_dir());
 }
 
+// The table of benchmarks is CUDA-free: a CPU-only build lists it too.
 TEST(CliModel, BenchListShowsTheModels) {
-  if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: no benchmark table";
   const CliOutcome o = run_gpuvs("bench --list");
   EXPECT_EQ(o.code, 0);
   EXPECT_NE(o.out.find("model.end_to_end"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("model.{model}.{mode}.{precision}"), std::string::npos) << o.out;
+}
+
+TEST(CliModel, BenchListAsJsonNamesEveryResultId) {
+  const CliOutcome o = run_gpuvs("--json bench --list");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc["schema"], "gpuvs.benchmarks/1");
+  bool hbm_copy = false;
+  for (const auto& b : doc["benchmarks"])
+    for (const auto& r : b["results"])
+      for (const auto& id : r["ids"])
+        hbm_copy = hbm_copy || id == "memory.hbm.copy";
+  EXPECT_TRUE(hbm_copy) << o.out;
 }
 
 }  // namespace

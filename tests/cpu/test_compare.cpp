@@ -1,6 +1,7 @@
 // The comparison model: measured cells from run files (with noise and share of the
 // datasheet), datasheet and published fallbacks labelled as such, missing figures
 // missing (never 0), invalid results never a number, noise-aware verdicts.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -102,7 +103,13 @@ TEST(Compare, RealH200RunAgainstA100Datasheet) {
   ASSERT_EQ(c.columns.size(), 2u);
   EXPECT_TRUE(c.columns[0].measured);
   EXPECT_EQ(c.columns[0].catalogue_id, "H200-SXM");  // matched by PCI id and driver name
-  EXPECT_EQ(c.columns[0].label, "H200");
+  // A measured column names its GPU, host, UUID and file.
+  EXPECT_EQ(c.columns[0].label, fmt::format("H200 {} {} h200-sxm-run", run.meta.host,
+                                            run.system.gpus[0].uuid.substr(4, 8)));
+  EXPECT_EQ(c.columns[0].file, "h200-sxm-run.json");
+  EXPECT_EQ(c.columns[0].host, run.meta.host);
+  EXPECT_EQ(c.columns[0].uuid, run.system.gpus[0].uuid);
+  EXPECT_EQ(c.columns[0].gpu_index, 0);
   EXPECT_FALSE(c.columns[1].measured);
   EXPECT_EQ(c.columns[1].label, "A100-SXM4-80GB");
 
@@ -129,8 +136,12 @@ TEST(Compare, RealH200RunAgainstA100Datasheet) {
   EXPECT_EQ(a100.source, Source::kDatasheet);
   EXPECT_DOUBLE_EQ(*a100.value, 2039e9);
   EXPECT_EQ(a100.source_ref, "https://www.nvidia.com/a100-datasheet.pdf");
-  EXPECT_NEAR(*a100.ratio, 2039e9 / copy->value, 1e-9);
-  EXPECT_EQ(a100.verdict, "slower");
+  // Measured against a datasheet: no ratio and no verdict, but the two datasheets' ratio.
+  EXPECT_FALSE(a100.ratio);
+  EXPECT_EQ(a100.verdict, "different basis");
+  EXPECT_EQ(a100.basis, "");
+  ASSERT_TRUE(a100.datasheet_ratio);
+  EXPECT_NEAR(*a100.datasheet_ratio, 2039e9 / 4.8e12, 1e-9);
 
   // Measured where the run has it: the best-shape FP16 GEMM.
   const Row* fp16_measured = find_row(c, "compute.fp16");
@@ -148,7 +159,11 @@ TEST(Compare, RealH200RunAgainstA100Datasheet) {
   ASSERT_NE(fp16, nullptr);
   EXPECT_EQ(fp16->cells[0].source, Source::kDatasheet);
   EXPECT_DOUBLE_EQ(*fp16->cells[0].value, 989e12);
-  EXPECT_EQ(fp16->cells[0].note, "dense");
+  EXPECT_TRUE(fp16->cells[0].fallback);
+  EXPECT_EQ(fp16->cells[0].note, "datasheet: the run did not measure it; dense");
+  // Datasheet against datasheet: a ratio, of that basis.
+  EXPECT_EQ(fp16->cells[1].basis, "datasheet");
+  EXPECT_NEAR(*fp16->cells[1].ratio, 312e12 / 989e12, 1e-9);
   EXPECT_FALSE(fp16->cells[0].noise);
   EXPECT_FALSE(fp16->cells[0].of_datasheet);
 
@@ -240,8 +255,9 @@ TEST(Compare, VerdictIsNoiseAware) {
   EXPECT_EQ(verdict(4.0e12, 0.001, 4.1e12, 0.001), "faster");  // +2.5 %
 }
 
-TEST(Compare, DatasheetCellsCarryNoNoise) {
-  // Measured 4.0 TB/s with 3 % noise vs H200 datasheet 4.8 TB/s: +20 % is beyond 6 %.
+TEST(Compare, MeasuredAndDatasheetGetNoSpeedVerdict) {
+  // Measured 4.0 TB/s vs the H200's datasheet 4.8 TB/s: of different bases, no ratio
+  // ("1.20x faster" would compare a promise with a measurement).
   const RunFile run = run_with_copy(4.0e12, 0.03);
   std::vector<CompareInput> in(3);
   in[0].run = &run;
@@ -251,8 +267,16 @@ TEST(Compare, DatasheetCellsCarryNoNoise) {
   EXPECT_EQ(c.columns[1].label, "H200-SXM");
   const Row* bw = find_row(c, "memory.bandwidth");
   ASSERT_NE(bw, nullptr);
-  EXPECT_EQ(bw->cells[1].verdict, "faster");
-  EXPECT_NEAR(*bw->cells[1].diff_pct, 20, 1e-9);
+  for (size_t i : {1, 2}) {
+    EXPECT_EQ(bw->cells[i].verdict, "different basis") << i;
+    EXPECT_FALSE(bw->cells[i].ratio) << i;
+    EXPECT_FALSE(bw->cells[i].diff_pct) << i;
+    EXPECT_FALSE(bw->cells[i].noise) << i;  // a datasheet figure has no noise
+  }
+  // The like-with-like ratio that exists: datasheet over datasheet.
+  EXPECT_NEAR(*bw->cells[1].datasheet_ratio, 1.0, 1e-12);
+  EXPECT_NEAR(*bw->cells[2].datasheet_ratio, 2039e9 / 4.8e12, 1e-12);
+  EXPECT_NEAR(*bw->cells[0].of_datasheet, 4.0 / 4.8, 1e-12);
   // Non-throughput metrics read higher/lower.
   const Row* size = find_row(c, "memory.size");
   ASSERT_NE(size, nullptr);
@@ -306,14 +330,18 @@ TEST(Compare, ThrottledAndOtherGpusResults) {
   in[1].run = &run;
   in[1].gpu_index = 1;
   const Comparison c = build_comparison(in, catalogue(), published(), CompareOptions{});
+  // Two GPUs of one run: told apart by index (and UUID, host, file where known).
   EXPECT_EQ(c.columns[0].label, "H200 #0");
   EXPECT_EQ(c.columns[1].label, "H200 #1");
   const Row* bw = find_row(c, "memory.bandwidth");
   ASSERT_NE(bw, nullptr);
   EXPECT_TRUE(bw->cells[0].throttled);
-  // GPU 1 has no result of its own: its datasheet, not GPU 0's measurement.
+  // GPU 1 has no result of its own: its datasheet, not GPU 0's measurement, marked as
+  // a fallback and never given a speed verdict against GPU 0's measurement.
   EXPECT_EQ(bw->cells[1].source, Source::kDatasheet);
+  EXPECT_TRUE(bw->cells[1].fallback);
   EXPECT_DOUBLE_EQ(*bw->cells[1].value, 4.8e12);
+  EXPECT_EQ(bw->cells[1].verdict, "different basis");
 }
 
 TEST(Compare, UnknownGpuInARunHasNoDatasheet) {

@@ -84,37 +84,62 @@ RunFile two_gpu_run() {
   return run;
 }
 
+// A measured H200 (baseline) against the A100's datasheet, as build_comparison makes
+// them: across bases no ratio, the datasheets' ratio instead; a datasheet row of both.
 Comparison comparison() {
   Comparison c;
   c.columns = {{"H200", "NVIDIA H200", "h200-sxm", true},
                {"A100", "A100-SXM4-80GB", "a100", false}};
-  Row bw{"memory.bandwidth", "Memory bandwidth", "B/s", true, {}};
+  Row bw{"memory.bandwidth", "Memory bandwidth", "B/s", true};
   Cell measured;
   measured.value = 4.25e12;
   measured.source = Source::kMeasured;
   measured.source_ref = "run.json, memory.hbm.copy";
+  measured.datasheet = 4.8e12;
   measured.of_datasheet = 0.885;
   measured.noise = 0.002;
   measured.verdict = "baseline";
+  measured.basis = "measured";
   Cell sheet;
   sheet.value = 2.039e12;
+  sheet.datasheet = 2.039e12;
   sheet.source = Source::kDatasheet;
   sheet.source_ref = "https://example.com/a100.pdf";
-  sheet.diff_pct = -52.0;
-  sheet.verdict = "slower";
+  sheet.verdict = "different basis";
+  sheet.datasheet_ratio = 2.039 / 4.8;
   bw.cells = {measured, sheet};
-  Row fp{"compute.fp64", "FP64", "FLOP/s", true, {}};
+  Row size{"memory.size", "Memory size", "B", true};
+  Cell fallback;  // the run did not measure it: its datasheet, marked
+  fallback.value = 141e9;
+  fallback.datasheet = 141e9;
+  fallback.source = Source::kDatasheet;
+  fallback.fallback = true;
+  fallback.verdict = "baseline";
+  fallback.basis = "datasheet";
+  fallback.note = "datasheet: the run did not measure it";
+  Cell a100_size;
+  a100_size.value = 80e9;
+  a100_size.datasheet = 80e9;
+  a100_size.source = Source::kDatasheet;
+  a100_size.ratio = 80.0 / 141;
+  a100_size.diff_pct = (80.0 / 141 - 1) * 100;
+  a100_size.verdict = "lower";
+  a100_size.basis = "datasheet";
+  size.cells = {fallback, a100_size};
+  Row fp{"compute.fp64", "FP64", "FLOP/s", true};
   Cell invalid;
   invalid.value = 9.99e13;  // must never be shown
   invalid.invalid = true;
   invalid.note = "checksum mismatch";
   fp.cells = {invalid, Cell{}};  // invalid, missing: no chart for this metric
-  Row pub{"model.resnet50.train", "ResNet-50 training", "img/s", true, {}};
+  Row pub{"model.resnet50.train", "ResNet-50 training", "img/s", true};
+  pub.config_text = "published, DLE: fp16, batch 256";
+  pub.published = true;
   Cell published;
   published.value = 3000;
   published.source = Source::kPublished;
   pub.cells = {Cell{}, published};
-  c.rows = {bw, fp, pub};
+  c.rows = {bw, size, fp, pub};
   return c;
 }
 
@@ -144,7 +169,13 @@ TEST(Html, ComparisonTableLabelsEveryFigure) {
   EXPECT_NE(html.find("4.25 TB/s"), std::string::npos);
   EXPECT_NE(html.find("2.04 TB/s"), std::string::npos);
   EXPECT_NE(html.find("88.5 % of datasheet"), std::string::npos);
-  EXPECT_NE(html.find("-52.0 %"), std::string::npos);
+  // Measured against a datasheet: no ratio, the datasheets' ratio instead.
+  EXPECT_NE(html.find(">different basis; datasheets 0.42x</span>"), std::string::npos);
+  EXPECT_EQ(html.find("x slower"), std::string::npos);
+  EXPECT_NE(html.find(">0.57x lower (datasheet)</span>"), std::string::npos);
+  EXPECT_NE(html.find("datasheet, not measured"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"config\">published, DLE: fp16, batch 256</span>"),
+            std::string::npos);
   EXPECT_NE(html.find("title=\"https://example.com/a100.pdf\">datasheet</span>"),
             std::string::npos);
   EXPECT_NE(html.find(">measured</span>"), std::string::npos);
@@ -213,7 +244,8 @@ TEST(Html, WithoutChartLibraryTablesOnly) {
   HtmlReportInput in{"t", &c, {&run}, nullptr, ""};
   const std::string html = render_html(in, "");
   EXPECT_NE(html.find(kNoCharts), std::string::npos);
-  EXPECT_NE(html.find("(npm was not available at build time)"), std::string::npos);
+  EXPECT_NE(html.find("neither npm nor Debian's libjs-chart.js"), std::string::npos);
+  EXPECT_NE(html.find("`gpuvs compare RUN --out DIR`"), std::string::npos);
   EXPECT_EQ(count(html, "<canvas id="), 0u);
   EXPECT_EQ(count(html, "class=\"chart\""), 0u);
   EXPECT_EQ(body_attr(html, "data-charts-expected"), 0);
@@ -221,28 +253,40 @@ TEST(Html, WithoutChartLibraryTablesOnly) {
   EXPECT_TRUE(island(html)["charts"].empty());
 }
 
-TEST(Html, OneChartPerMetricWithData) {
+TEST(Html, ChartsOnlyBetweenFiguresOfOneBasis) {
   const Comparison c = comparison();
   HtmlReportInput in{"t", &c, {}, nullptr, ""};
   const std::string html = render_html(in, kFakeLibrary);
   EXPECT_EQ(html.find(kNoCharts), std::string::npos);
-  // Memory bandwidth and ResNet-50 have values; FP64 (invalid, missing) has none.
-  // Plus one "% of datasheet" chart.
+  // Memory bandwidth: the measured H200 has no measured partner, so no measured chart;
+  // datasheet against datasheet (the H200's own datasheet figure beside the A100's).
+  // Memory size: datasheet against datasheet. FP64 (invalid, missing) and ResNet-50 (one
+  // published bar) have none. Plus one "% of datasheet" chart.
   EXPECT_EQ(count(html, "<figure class=\"chart\">"), 3u);
   EXPECT_EQ(body_attr(html, "data-charts-expected"), 3);
   const nlohmann::json charts = island(html)["charts"];
   ASSERT_EQ(charts.size(), 3u);
-  EXPECT_EQ(charts[0]["title"], "Memory bandwidth (memory.bandwidth)");
-  EXPECT_EQ(charts[0]["bars"][0]["sublabel"], "measured");
+  EXPECT_EQ(charts[0]["title"], "Memory bandwidth (memory.bandwidth, datasheet)");
+  EXPECT_EQ(charts[0]["basis"], "datasheet");
+  ASSERT_EQ(charts[0]["bars"].size(), 2u);
+  EXPECT_EQ(charts[0]["bars"][0]["sublabel"], "its datasheet");
+  EXPECT_DOUBLE_EQ(charts[0]["bars"][0]["value"].get<double>(), 4.8e12);
   EXPECT_EQ(charts[0]["bars"][1]["sublabel"], "datasheet");
-  EXPECT_EQ(charts[1]["title"], "ResNet-50 training (model.resnet50.train)");
-  EXPECT_EQ(charts[1]["bars"][0]["sublabel"], "missing");
-  EXPECT_TRUE(charts[1]["bars"][0]["value"].is_null());
+  EXPECT_EQ(charts[0]["bars"][1]["column"], 1);
+  EXPECT_EQ(charts[1]["title"], "Memory size (memory.size, datasheet)");
+  EXPECT_EQ(charts[1]["bars"][0]["sublabel"], "datasheet (not measured)");
+  for (size_t i = 0; i < 2; ++i)
+    for (const auto& bar : charts[i]["bars"])
+      EXPECT_EQ(bar["source"], charts[i]["basis"]) << charts[i]["title"];
   EXPECT_EQ(charts[2]["unit"], "%");
   ASSERT_EQ(charts[2]["bars"].size(), 1u);
   EXPECT_DOUBLE_EQ(charts[2]["bars"][0]["value"].get<double>(), 88.5);
   for (size_t i = 0; i < charts.size(); ++i)
     EXPECT_NE(html.find("data-chart=\"" + std::to_string(i) + "\""), std::string::npos);
+  // The island lists the columns every bar's "column" points into.
+  const nlohmann::json columns = island(html)["columns"];
+  ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[1]["label"], "A100");
 }
 
 TEST(Html, SweepsAndRoofline) {
@@ -272,7 +316,7 @@ TEST(Html, SweepsAndRoofline) {
       result("roofline.fp32.ridge", 15, "FLOP/B", {{"peak_flops", 6e13}, {"bandwidth", 4e12}}));
   // Without a ridge: the roof from the result's peak and peak_bandwidth.
   for (double intensity : {1.0, 100.0}) {
-    Result r = result("roofline.bf16", std::min(6.7e14, intensity * 4.8e12), "FLOP/s",
+    Result r = result("roofline.bf16x2", std::min(6.7e14, intensity * 4.8e12), "FLOP/s",
                       {{"intensity", intensity}, {"peak_bandwidth", 4.8e12}});
     r.peak = Peak{6.7e14, "FLOP/s", "datasheet", "catalogue"};
     run.results.push_back(r);
@@ -300,7 +344,7 @@ TEST(Html, SweepsAndRoofline) {
   ASSERT_EQ(charts[2]["series"].size(), 4u);
   EXPECT_EQ(charts[2]["series"][0]["label"], "H200 #0 fp32");
   EXPECT_EQ(charts[2]["series"][0]["points"].size(), 3u);
-  EXPECT_EQ(charts[2]["series"][1]["label"], "H200 #0 bf16");
+  EXPECT_EQ(charts[2]["series"][1]["label"], "H200 #0 bf16x2");
   EXPECT_EQ(charts[2]["series"][2]["role"], "roof");
   EXPECT_EQ(charts[2]["series"][2]["label"], "roof: H200 #0 fp32");
   // Roofs over 0.25 .. 1024 FLOP/B, with their knees at peak / bandwidth.

@@ -46,26 +46,51 @@ TEST(Metrics, VocabularyIsCompleteOrderedAndUnique) {
                                              "compute.fp8_sparse",
                                              "compute.int8_sparse",
                                              "link.nvlink",
+                                             "link.peer_latency",
                                              "link.pcie",
+                                             "link.host_h2d",
+                                             "link.host_d2h",
+                                             "collective.all_reduce.busbw",
+                                             "collective.all_reduce.latency",
+                                             "launch.latency",
+                                             "launch.rate",
+                                             "launch.graph_node",
+                                             "launch.chain_stream",
+                                             "launch.chain_graph",
                                              "power.tdp",
                                              "gpu.sm_count",
                                              "gpu.cuda_cores",
-                                             "clock.boost",
-                                             "model.resnet50.train",
-                                             "model.resnet50.infer",
-                                             "model.bert_large.train",
-                                             "model.bert_large.infer"};
+                                             "clock.boost"};
   std::vector<std::string> ids;
+  std::set<std::string> unique;
   for (const MetricDef& m : metrics()) {
-    ids.emplace_back(m.id);
+    if (m.group != MetricGroup::kModels) ids.emplace_back(m.id);
+    EXPECT_TRUE(unique.insert(m.id).second) << m.id;
     EXPECT_FALSE(m.name.empty()) << m.id;
     EXPECT_FALSE(m.unit.empty()) << m.id;
   }
   EXPECT_EQ(ids, expected);
+  // Models: per model and mode, throughput first, then its other figures, one row per
+  // configuration (precision, batch, sequence ...).
+  for (const char* id : {"model.resnet50.train", "model.resnet50.infer", "model.bert-large.train",
+                         "model.bert-large.infer", "model.resnet50.train.step_time",
+                         "model.bert-large.infer.tokens", "model.bert-large.train.energy_per_item",
+                         "model.resnet50.infer.peak_memory", "model.resnet50.train.max_batch"}) {
+    const MetricDef* m = find_metric(id);
+    ASSERT_NE(m, nullptr) << id;
+    EXPECT_EQ(m->group, MetricGroup::kModels) << id;
+    EXPECT_EQ(m->result_ids.size(), 5u) << id;  // one per precision
+    EXPECT_EQ(m->config.front(), "precision") << id;
+  }
+  EXPECT_EQ(find_metric("model.resnet50.train.tokens"), nullptr);  // images have no tokens
+  EXPECT_EQ(find_metric("model.bert-large.train.energy_per_item")->unit, "J/seq");
+  EXPECT_FALSE(find_metric("model.bert-large.train.step_time")->higher_is_better);
+  // Files written before the table spelled the model "bert-large" still name it.
+  EXPECT_EQ(find_metric("model.bert_large.train"), find_metric("model.bert-large.train"));
   EXPECT_EQ(find_metric("compute.int8")->unit, "OP/s");
   EXPECT_EQ(find_metric("compute.int8_sparse")->unit, "OP/s");
   EXPECT_EQ(find_metric("compute.fp16")->unit, "FLOP/s");
-  EXPECT_EQ(find_metric("model.bert_large.infer")->unit, "seq/s");
+  EXPECT_EQ(find_metric("model.bert-large.infer")->unit, "seq/s");
   EXPECT_FALSE(find_metric("power.tdp")->higher_is_better);
   EXPECT_TRUE(find_metric("memory.bandwidth")->higher_is_better);
   EXPECT_EQ(find_metric("compute.fp17"), nullptr);
@@ -91,16 +116,24 @@ TEST(Metrics, ResultIdsMapToTheirMetric) {
     ASSERT_NE(d, nullptr) << result;
     EXPECT_EQ(d->id, metric) << result;
   }
-  // The sustained (power-capped) GEMM figure and sweep points are not a metric's figure.
+  // The sustained (power-capped) GEMM figure is not a peak's figure; a sweep's figure
+  // is the point at one size (the largest both columns measured).
   EXPECT_EQ(metric_for_result("compute.gemm.bf16.sustained"), nullptr);
-  EXPECT_EQ(metric_for_result("host.h2d.pinned"), nullptr);
+  EXPECT_EQ(metric_for_result("host.h2d.pinned")->id, "link.host_h2d");
+  EXPECT_EQ(metric_for_result("host.h2d.pinned")->pick, Pick::kLargest);
+  EXPECT_EQ(metric_for_result("collective.all_reduce.time")->pick, Pick::kSmallest);
+  EXPECT_EQ(metric_for_result("collective.all_reduce.busbw")->config,
+            std::vector<std::string>{"ranks"});
+  EXPECT_EQ(metric_for_result("model.bert-large.infer.bf16")->id, "model.bert-large.infer");
+  EXPECT_EQ(metric_for_result("model.resnet50.train.fp32.step_time")->id,
+            "model.resnet50.train.step_time");
   // Every result id belongs to one metric only; the best shape comes first.
   std::set<std::string_view> seen;
   for (const MetricDef& def : metrics())
     for (std::string_view id : def.result_ids)
       EXPECT_TRUE(seen.insert(id).second) << id;
   EXPECT_EQ(find_metric("compute.bf16")->result_ids.front(), "compute.gemm.bf16.best");
-  EXPECT_TRUE(find_metric("model.resnet50.train")->result_ids.empty());
+  EXPECT_EQ(find_metric("model.resnet50.train")->result_ids.front(), "model.resnet50.train.fp32");
 }
 
 TEST(Metrics, ToBaseUnitConvertsReadableUnits) {
@@ -327,14 +360,20 @@ TEST(Published, HoldsTheFiguresTheReportUses) {
     return false;
   };
   EXPECT_TRUE(has("A100-SXM4-80GB", "model.resnet50.train", "DeepLearningExamples"));
-  EXPECT_TRUE(has("A100-SXM4-80GB", "model.bert_large.train", "DeepLearningExamples"));
+  EXPECT_TRUE(has("A100-SXM4-80GB", "model.bert-large.train", "DeepLearningExamples"));
   for (const char* gpu : {"A100-SXM4-80GB", "H100-SXM", "H200-SXM"}) {
     EXPECT_TRUE(has(gpu, "model.resnet50.infer", "MLPerf Inference")) << gpu;
-    EXPECT_TRUE(has(gpu, "model.bert_large.infer", "MLPerf Inference")) << gpu;
+    EXPECT_TRUE(has(gpu, "model.bert-large.infer", "MLPerf Inference")) << gpu;
   }
   for (const PublishedFigure& f : p.figures()) {
     if (f.publisher.find("MLPerf") != std::string::npos) {
       EXPECT_NE(f.setting.find("per GPU = system result / 8"), std::string::npos) << f.setting;
+      EXPECT_EQ(f.suite, "MLPerf Inference Offline (closed division, TensorRT)");
+    }
+    // Settings in gpuvs's terms: the training figures name precision and batch.
+    if (f.metric.find(".train") != std::string::npos) {
+      EXPECT_FALSE(f.precision_key.empty()) << f.setting;
+      EXPECT_TRUE(f.batch) << f.setting;
     }
   }
   EXPECT_TRUE(p.for_gpu("L4").empty());
@@ -349,6 +388,39 @@ TEST(Published, ParseAcceptsAnAliasAndStoresTheId) {
   ASSERT_EQ(p.figures().size(), 1u);
   EXPECT_EQ(p.figures()[0].gpu, "H200-SXM");
   EXPECT_DOUBLE_EQ(p.figures()[0].value, 1.5);
+  // Without "suite" the publisher is the suite; without "config", no settings.
+  EXPECT_EQ(p.figures()[0].suite, "p");
+  EXPECT_TRUE(p.figures()[0].precision_key.empty());
+  EXPECT_FALSE(p.figures()[0].batch);
+}
+
+TEST(Published, ConfigGivesTheSettingsAndRefusesUnknownOnes) {
+  const std::string head = R"({"schema": "gpuvs.published/1", "figures": [
+    {"gpu": "A100-SXM4-80GB", "metric": "model.bert_large.train", "value": 580, "unit": "seq/s",
+     "precision": "mixed", "setting": "s", "source": "https://example.com", "publisher": "p",
+     "date": "2024-08-28", "suite": "DLE", "config": )";
+  const Published p = Published::parse(
+      head + R"({"precision": "fp16", "batch": 256, "seq": 128}}]})", "config.json");
+  ASSERT_EQ(p.figures().size(), 1u);
+  const PublishedFigure& f = p.figures()[0];
+  EXPECT_EQ(f.metric, "model.bert-large.train");  // the old spelling is read as the new id
+  EXPECT_EQ(f.precision_key, "fp16");
+  EXPECT_EQ(f.batch, 256);
+  EXPECT_EQ(f.seq, 128);
+  EXPECT_EQ(f.suite, "DLE");
+  EXPECT_EQ(describe(f), "p: mixed, batch 256, seq 128, 2024-08-28");
+  for (const auto& [config, field] :
+       std::vector<std::pair<std::string, std::string>>{{R"({"precision": "fp17"})", "precision"},
+                                                        {R"({"batch": 0})", "batch"},
+                                                        {R"({"bach": 1})", "bach"}}) {
+    try {
+      Published::parse(head + config + "}]}", "bad.json");
+      ADD_FAILURE() << config << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("figures[0].config"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "bench/arch_rates.h"
+#include "bench/benchmarks.h"
 #include "bench/fma_kernels.h"
 #include "bench/gemm.h"
 #include "bench/gemm_check.h"
-#include "bench/registry.h"
 #include "bench/roofline.h"
 #include "gpu/check.h"
 #include "gpu/device.h"

@@ -6,8 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/pattern.h"
-#include "bench/registry.h"
 #include "bench/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"

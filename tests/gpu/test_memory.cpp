@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <vector>
 
+#include "bench/benchmarks.h"
 #include "bench/cache_kernels.h"
 #include "bench/latency.h"
 #include "bench/latency_kernels.h"
 #include "bench/launch_kernels.h"
 #include "bench/mem_util.h"
-#include "bench/registry.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"

@@ -14,12 +14,12 @@
 #include <string>
 
 #include "../cpu/cli_runner.h"
-#include "bench/registry.h"
 #include "core/error.h"
 #include "core/run_file.h"
 #include "gpu/check.h"
 #include "gpu_test_util.h"
 #include "models/trainer.h"
+#include "suite/registry.h"
 
 namespace gpuvs::models {
 namespace {

@@ -1,0 +1,544 @@
+// The table of what gpuvs produces (produces.h). docs/results.md lists the same ids for
+// readers of run files; tests/cpu/test_produces.cpp keeps the two and the code honest.
+#include "suite/produces.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace gpuvs {
+
+namespace {
+
+using V = std::vector<PlaceholderValue>;
+
+// Placeholder value lists shared by several families.
+const V kCollectiveOps = {{"all_reduce"}, {"all_gather"}, {"reduce_scatter"}, {"broadcast"},
+                          {"reduce"},     {"alltoall"},   {"sendrecv"}};
+// The GEMM precisions of compute.gemm (cuBLASLt type names; FP8 in both formats).
+const V kGemmPrecisions = {{"fp64"}, {"fp32"},     {"tf32"},     {"fp16"},
+                           {"bf16"}, {"fp8_e4m3"}, {"fp8_e5m2"}, {"int8", "OP/s"}};
+// Model precisions and modes as models/config.cpp spells them (a CPU test checks).
+const V kModelModes = {{"train"}, {"infer"}};
+const V kModelPrecisions = {{"fp32"}, {"tf32"}, {"fp16"}, {"bf16"}, {"fp8"}};
+
+constexpr std::array<ModelDef, 2> kModels = {{
+    {"resnet50", "ResNet-50", "img", false, false},
+    {"bert-large", "BERT-large", "seq", true, true},
+}};
+
+V model_values() {
+  V v;
+  for (const ModelDef& m : kModels)
+    v.push_back({m.id});
+  return v;
+}
+
+// The parameters that tell model configurations apart; the defaults are what a
+// configuration is unless it says otherwise.
+std::vector<ConfigParameter> model_config() {
+  return {{"precision"},
+          {"batch"},
+          {"seq"},
+          {"accumulate", "1"},
+          {"graph", "true"},
+          {"attention", "unfused"},
+          {"deterministic", "false"}};
+}
+
+std::vector<Placeholder> model_placeholders() {
+  return {{"model", model_values()}, {"mode", kModelModes}, {"precision", kModelPrecisions}};
+}
+
+std::vector<Placeholder> model_layer_placeholders() {
+  std::vector<Placeholder> p = model_placeholders();
+  p.push_back({"layer", {}});
+  return p;
+}
+
+// Collective results with the settings a default NCCL run uses; the algorithm study
+// writes the same ids with other algo/proto values.
+std::vector<ConfigParameter> collective_config() {
+  return {{"ranks"},
+          {"bytes"},
+          {"dtype", "float32"},
+          {"algo", "default"},
+          {"proto", "default"},
+          {"graph", "false"},
+          {"buffers", "cudaMalloc"}};
+}
+
+std::vector<FamilyDef> make_families() {
+  using F = Family;
+  return {
+      {F::kHbmStream,
+       "memory.hbm.{op}",
+       "B/s",
+       "HBM bandwidth of a STREAM-style kernel, bytes read plus written; arrays far larger "
+       "than the L2",
+       {{"op", {{"read"}, {"write"}, {"copy"}, {"scale"}, {"add"}, {"triad"}, {"dot"}}}},
+       {}},
+      {F::kL2Read, "memory.l2.read", "B/s", "L2 read bandwidth, working set within the L2", {}, {}},
+      {F::kSmemRead, "memory.smem.read", "B/s", "Shared-memory read bandwidth, all SMs", {}, {}},
+      {F::kReadSweep,
+       "memory.read_sweep",
+       "B/s",
+       "Read bandwidth against working-set size (L1, L2, HBM)",
+       {},
+       {{"bytes"}}},
+      {F::kLatency,
+       "memory.latency",
+       "s",
+       "Load-to-use latency by pointer chasing, per working-set size",
+       {},
+       {{"bytes"}, {"order"}, {"stride_bytes"}}},
+      {F::kLargestAllocation,
+       "memory.capacity.largest_allocation",
+       "B",
+       "Largest single cudaMalloc that succeeds",
+       {},
+       {}},
+      {F::kTotalAllocatable,
+       "memory.capacity.total_allocatable",
+       "B",
+       "Device memory allocatable in pieces",
+       {},
+       {}},
+      {F::kFma,
+       "compute.fma.{type}",
+       "FLOP/s",
+       "CUDA-core peak by dependent FMA chains on every SM",
+       {{"type", {{"fp64"}, {"fp32"}, {"fp16x2"}, {"bf16x2"}, {"int32", "OP/s"}}}},
+       {}},
+      {F::kGemm,
+       "compute.gemm.{precision}",
+       "FLOP/s",
+       "cuBLASLt GEMM at 8192^3 (TN), a short burst",
+       {{"precision", kGemmPrecisions}},
+       {{"m"}, {"n"}, {"k"}}},
+      {F::kGemmBest,
+       "compute.gemm.{precision}.best",
+       "FLOP/s",
+       "cuBLASLt GEMM at the best shape of a search, a short burst",
+       {{"precision", kGemmPrecisions}},
+       {}},
+      {F::kGemmSustained,
+       "compute.gemm.{precision}.sustained",
+       "FLOP/s",
+       "cuBLASLt GEMM at 8192^3 after a preload at full power (what long jobs get)",
+       {{"precision", kGemmPrecisions}},
+       {}},
+      {F::kRoofline,
+       "roofline.{kind}",
+       "FLOP/s",
+       "Attained FLOP/s against arithmetic intensity",
+       {{"kind", {{"fp32"}, {"fp16x2"}, {"bf16x2"}, {"gemm.bf16"}}}},
+       {{"intensity"}}},
+      {F::kRooflineRidge,
+       "roofline.{kind}.ridge",
+       "FLOP/B",
+       "Measured ridge point: peak FLOP/s over bandwidth",
+       {{"kind", {{"fp32"}, {"fp16x2"}, {"bf16x2"}, {"gemm.bf16"}}}},
+       {}},
+      {F::kHostCopy,
+       "host.{direction}.{memory}",
+       "B/s",
+       "Host link copies (cudaMemcpyAsync) against size",
+       {{"direction", {{"h2d"}, {"d2h"}, {"bidirectional"}}},
+        {"memory", {{"pinned"}, {"pageable"}}}},
+       {{"bytes"}}},
+      {F::kZeroCopy,
+       "host.zerocopy.{op}",
+       "B/s",
+       "Kernels reading or writing mapped host memory against size",
+       {{"op", {{"read"}, {"write"}, {"bidirectional"}, {"reread"}}}},
+       {{"bytes"}}},
+      {F::kZeroCopySparse,
+       "host.zerocopy.sparse",
+       "s",
+       "Time to touch a sparse part of a mapped host buffer, against copying it all",
+       {},
+       {}},
+      {F::kPeerLink,
+       "peer.link",
+       "",
+       "Peer links: unsupported (one GPU selected), no figure",
+       {},
+       {}},
+      {F::kPeerCopy,
+       "peer.{engine}.{direction}",
+       "B/s",
+       "Peer copy bandwidth per GPU pair (copy engine or SM-driven)",
+       {{"engine", {{"ce"}, {"sm"}}}, {"direction", {{"unidirectional"}, {"bidirectional"}}}},
+       {{"src"}, {"dst"}}},
+      {F::kPeerLatency,
+       "peer.latency",
+       "s",
+       "Load latency from a peer GPU's memory",
+       {},
+       {{"src"}, {"dst"}}},
+      {F::kCollectiveBusbw,
+       "collective.{op}.busbw",
+       "B/s",
+       "NCCL bus bandwidth (nccl-tests' definition) against size",
+       {{"op", kCollectiveOps}},
+       collective_config()},
+      {F::kCollectiveTime,
+       "collective.{op}.time",
+       "s",
+       "NCCL collective time against size",
+       {{"op", kCollectiveOps}},
+       collective_config()},
+      {F::kNcclTestsBusbw,
+       "collective.{op}.busbw.nccl_tests",
+       "B/s",
+       "The same, measured by NVIDIA's nccl-tests beside gpuvs",
+       {{"op", kCollectiveOps}},
+       collective_config()},
+      {F::kNcclTestsTime,
+       "collective.{op}.time.nccl_tests",
+       "s",
+       "The same, measured by NVIDIA's nccl-tests beside gpuvs",
+       {{"op", kCollectiveOps}},
+       collective_config()},
+      {F::kLaunchLatency,
+       "launch.empty.latency",
+       "s",
+       "Launch and wait for one empty kernel",
+       {},
+       {}},
+      {F::kLaunchRate,
+       "launch.empty.throughput",
+       "launch/s",
+       "Empty kernels launched back to back",
+       {},
+       {}},
+      {F::kGraphNode, "launch.graph.node", "s", "CUDA graph replay, per kernel node", {}, {}},
+      {F::kLaunchChain,
+       "launch.chain.{mode}",
+       "s",
+       "A chain of 16 small kernels, from a stream or as one CUDA graph",
+       {{"mode", {{"stream"}, {"graph"}}}},
+       {}},
+      {F::kModelRate, "model.{model}.{mode}.{precision}", "{item}/s",
+       "End-to-end model throughput (CUDA graph of one whole step)", model_placeholders(),
+       model_config()},
+      {F::kModelFlops, "model.{model}.{mode}.{precision}.flops", "FLOP/s",
+       "The model's FLOPs per item times its throughput", model_placeholders(), model_config()},
+      {F::kModelTokens, "model.{model}.{mode}.{precision}.tokens", "tokens/s",
+       "Tokens per second (sequence models)", model_placeholders(), model_config()},
+      {F::kModelStepTime, "model.{model}.{mode}.{precision}.step_time", "s",
+       "Time of single steps back to back (median; p99 in the stats)", model_placeholders(),
+       model_config()},
+      {F::kModelPeakMemory, "model.{model}.{mode}.{precision}.peak_memory", "B",
+       "Device memory the model took", model_placeholders(), model_config()},
+      {F::kModelEnergy, "model.{model}.{mode}.{precision}.energy_per_item", "J/{item}",
+       "Energy per item (NVML energy counter over the single steps)", model_placeholders(),
+       model_config()},
+      {F::kModelMaxBatch, "model.{model}.{mode}.{precision}.max_batch", "{item}",
+       "Largest batch that fits (`--batch max`)", model_placeholders(), model_config()},
+      {F::kModelLayers, "model.{model}.{mode}.{precision}.layer", "s",
+       "Per-layer profile: unsupported where a model does not time its layers",
+       model_placeholders(), model_config()},
+      {F::kModelLayer, "model.{model}.{mode}.{precision}.layer.{layer}", "s",
+       "Per-layer (per-region) time of one step, timed eagerly (`--profile`)",
+       model_layer_placeholders(), model_config()},
+  };
+}
+
+const std::vector<FamilyDef>& family_table() {
+  static const std::vector<FamilyDef> t = [] {
+    std::vector<FamilyDef> v = make_families();
+    for (size_t i = 0; i < v.size(); ++i)
+      if (static_cast<size_t>(v[i].family) != i)
+        throw std::logic_error(fmt::format("produces table: {} out of order", v[i].pattern));
+    if (v.size() != static_cast<size_t>(Family::kCount))
+      throw std::logic_error("produces table: a family has no row");
+    return v;
+  }();
+  return t;
+}
+
+std::vector<BenchmarkDef> make_benchmarks() {
+  using F = Family;
+  const std::vector<Family> model_writes = {F::kModelRate,     F::kModelFlops,      F::kModelTokens,
+                                            F::kModelStepTime, F::kModelPeakMemory, F::kModelEnergy,
+                                            F::kModelMaxBatch, F::kModelLayers,     F::kModelLayer};
+  return {
+      {"memory.hbm",
+       "memory",
+       "HBM read, write, copy, scale, add, triad, dot (launch shape tuned per device)",
+       true,
+       BenchScope::kPerDevice,
+       {F::kHbmStream}},
+      {"memory.cache",
+       "memory",
+       "L2 and shared-memory bandwidth; read bandwidth vs working set",
+       true,
+       BenchScope::kPerDevice,
+       {F::kL2Read, F::kSmemRead, F::kReadSweep}},
+      {"memory.latency",
+       "memory",
+       "Load latency by pointer chasing, 4 KiB to 4 GiB working sets",
+       true,
+       BenchScope::kPerDevice,
+       {F::kLatency}},
+      {"memory.capacity",
+       "memory",
+       "Largest single allocation and total allocatable memory",
+       true,
+       BenchScope::kPerDevice,
+       {F::kLargestAllocation, F::kTotalAllocatable}},
+      {"compute.fma",
+       "compute",
+       "CUDA-core peaks: FP64, FP32, FP16x2, BF16x2 FMA and INT32 IMAD chains on every SM",
+       true,
+       BenchScope::kPerDevice,
+       {F::kFma}},
+      {"compute.gemm",
+       "compute",
+       "cuBLASLt GEMM, 8192^3 (burst, sustained) and best shape: FP64 to FP8, INT8",
+       true,
+       BenchScope::kPerDevice,
+       {F::kGemm, F::kGemmBest, F::kGemmSustained}},
+      {"compute.roofline",
+       "compute",
+       "Roofline sweeps (FP32, FP16x2, BF16x2 streaming; BF16 GEMM) and measured ridge points",
+       false,
+       BenchScope::kPerDevice,
+       {F::kRoofline, F::kRooflineRidge}},
+      {"host.link",
+       "host",
+       "Host link: to/from device and both ways; pageable, pinned, zero-copy; vs size",
+       true,
+       BenchScope::kPerDevice,
+       {F::kHostCopy, F::kZeroCopy, F::kZeroCopySparse}},
+      {"peer.link",
+       "peer",
+       "Peer links per GPU pair: copy engine and SM copies, one and both ways, latency, path",
+       true,
+       BenchScope::kAllDevices,
+       {F::kPeerLink, F::kPeerCopy, F::kPeerLatency}},
+      {"collectives.nccl",
+       "collectives",
+       "NCCL all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv: "
+       "busbw and latency vs size, data checked",
+       true,
+       BenchScope::kAllDevices,
+       {F::kCollectiveBusbw, F::kCollectiveTime, F::kNcclTestsBusbw, F::kNcclTestsTime}},
+      {"collectives.algorithms",
+       "collectives",
+       "Which NCCL_ALGO x NCCL_PROTO wins per op and size, against NCCL's default choice",
+       false,
+       BenchScope::kAllDevices,
+       {F::kCollectiveBusbw, F::kCollectiveTime}},
+      {"launch.overhead",
+       "launch",
+       "Kernel launch latency and rate, graph replay per node, graph vs stream speed-up",
+       true,
+       BenchScope::kPerDevice,
+       {F::kLaunchLatency, F::kLaunchRate, F::kGraphNode, F::kLaunchChain}},
+      {"model.end_to_end", "model",
+       "End-to-end models: ResNet-50 bf16 train and infer at batch 256, BERT-large bf16 "
+       "train and infer at seq 128, batch 64 (`gpuvs model` for all options)",
+       true, BenchScope::kPerDevice, model_writes},
+  };
+}
+
+// Pattern parts: literal text and "{name}" placeholders, in order.
+struct Part {
+  bool placeholder = false;
+  std::string_view text;  // literal text, or the placeholder's name
+};
+
+std::vector<Part> parts_of(std::string_view pattern) {
+  std::vector<Part> out;
+  size_t pos = 0;
+  while (pos < pattern.size()) {
+    const size_t open = pattern.find('{', pos);
+    if (open == std::string_view::npos) {
+      out.push_back({false, pattern.substr(pos)});
+      break;
+    }
+    if (open > pos) out.push_back({false, pattern.substr(pos, open - pos)});
+    const size_t close = pattern.find('}', open);
+    if (close == std::string_view::npos)
+      throw std::logic_error(fmt::format("produces table: unclosed '{{' in {}", pattern));
+    out.push_back({true, pattern.substr(open + 1, close - open - 1)});
+    pos = close + 1;
+  }
+  return out;
+}
+
+const Placeholder& placeholder(const FamilyDef& def, std::string_view name) {
+  for (const Placeholder& p : def.placeholders)
+    if (p.name == name) return p;
+  throw std::logic_error(
+      fmt::format("produces table: {} has no placeholder {}", def.pattern, name));
+}
+
+bool has_value(const Placeholder& p, std::string_view v) {
+  return std::any_of(p.values.begin(), p.values.end(),
+                     [&](const PlaceholderValue& x) { return x.text == v; });
+}
+
+// An open placeholder's text: one or more dotted words, none empty.
+bool open_value_ok(std::string_view v) {
+  if (v.empty() || v.front() == '.' || v.back() == '.') return false;
+  return v.find("..") == std::string_view::npos;
+}
+
+// Matches `id` from position `at` against parts[k...]; fills `values`.
+bool match_parts(const FamilyDef& def, const std::vector<Part>& parts, size_t k,
+                 std::string_view id, size_t at, std::vector<std::string>& values) {
+  if (k == parts.size()) return at == id.size();
+  const Part& part = parts[k];
+  if (!part.placeholder) {
+    if (id.substr(at, part.text.size()) != part.text) return false;
+    return match_parts(def, parts, k + 1, id, at + part.text.size(), values);
+  }
+  const Placeholder& p = placeholder(def, part.text);
+  if (p.values.empty()) {  // open: the rest of the id
+    const std::string_view rest = id.substr(at);
+    if (k + 1 != parts.size() || !open_value_ok(rest)) return false;
+    values.emplace_back(rest);
+    return true;
+  }
+  for (const PlaceholderValue& v : p.values) {
+    if (id.substr(at, v.text.size()) != v.text) continue;
+    values.emplace_back(v.text);
+    if (match_parts(def, parts, k + 1, id, at + v.text.size(), values)) return true;
+    values.pop_back();
+  }
+  return false;
+}
+
+template <typename Values>
+std::string build_id(Family family, const Values& values) {
+  const FamilyDef& def = family_def(family);
+  const std::vector<Part> parts = parts_of(def.pattern);
+  std::string id;
+  auto it = values.begin();
+  for (const Part& part : parts) {
+    if (!part.placeholder) {
+      id += part.text;
+      continue;
+    }
+    if (it == values.end())
+      throw std::logic_error(
+          fmt::format("result id {}: no value for {{{}}}", def.pattern, part.text));
+    const std::string_view v = *it++;
+    const Placeholder& p = placeholder(def, part.text);
+    if (p.values.empty() ? !open_value_ok(v) : !has_value(p, v))
+      throw std::logic_error(fmt::format("result id {}: '{}' is not a value of {{{}}} in the table",
+                                         def.pattern, v, part.text));
+    id += v;
+  }
+  if (it != values.end())
+    throw std::logic_error(fmt::format("result id {}: too many values", def.pattern));
+  return id;
+}
+
+}  // namespace
+
+std::span<const FamilyDef> families() {
+  return family_table();
+}
+
+const FamilyDef& family_def(Family f) {
+  const auto i = static_cast<size_t>(f);
+  if (i >= family_table().size()) throw std::logic_error("family_def: no such family");
+  return family_table()[i];
+}
+
+std::span<const BenchmarkDef> benchmark_defs() {
+  static const std::vector<BenchmarkDef> t = make_benchmarks();
+  return t;
+}
+
+const BenchmarkDef* find_benchmark_def(std::string_view name) {
+  for (const BenchmarkDef& b : benchmark_defs())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::span<const ModelDef> model_defs() {
+  return kModels;
+}
+
+const ModelDef* find_model_def(std::string_view id) {
+  for (const ModelDef& m : kModels)
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+std::string result_id(Family family, std::initializer_list<std::string_view> values) {
+  return build_id(family, values);
+}
+
+std::string result_id(Family family, const std::vector<std::string>& values) {
+  return build_id(family, values);
+}
+
+std::string IdMatch::value(std::string_view name) const {
+  if (!family) return {};
+  size_t k = 0;
+  for (const Part& part : parts_of(family->pattern)) {
+    if (!part.placeholder) continue;
+    if (part.text == name) return k < values.size() ? values[k] : std::string();
+    ++k;
+  }
+  return {};
+}
+
+std::optional<IdMatch> match_result_id(std::string_view id) {
+  for (const FamilyDef& def : family_table()) {
+    std::vector<std::string> values;
+    if (match_parts(def, parts_of(def.pattern), 0, id, 0, values))
+      return IdMatch{&def, std::move(values)};
+  }
+  return std::nullopt;
+}
+
+std::string family_unit(const FamilyDef& def, const std::vector<std::string>& values) {
+  size_t k = 0;
+  std::string item;
+  for (const Part& part : parts_of(def.pattern)) {
+    if (!part.placeholder) continue;
+    const Placeholder& p = placeholder(def, part.text);
+    if (k < values.size()) {
+      for (const PlaceholderValue& v : p.values)
+        if (v.text == values[k] && !v.unit.empty()) return std::string(v.unit);
+      if (p.name == "model")
+        if (const ModelDef* m = find_model_def(values[k])) item = m->item;
+    }
+    ++k;
+  }
+  std::string unit(def.unit);
+  if (const size_t at = unit.find("{item}"); at != std::string::npos) unit.replace(at, 6, item);
+  return unit;
+}
+
+std::vector<std::string> expand_family(const FamilyDef& def) {
+  std::vector<std::string> ids = {""};
+  for (const Part& part : parts_of(def.pattern)) {
+    std::vector<std::string> next;
+    if (!part.placeholder) {
+      for (std::string& s : ids)
+        next.push_back(s + std::string(part.text));
+    } else {
+      const Placeholder& p = placeholder(def, part.text);
+      for (const std::string& s : ids) {
+        if (p.values.empty()) next.push_back(s + "{" + std::string(p.name) + "}");
+        for (const PlaceholderValue& v : p.values)
+          next.push_back(s + std::string(v.text));
+      }
+    }
+    ids = std::move(next);
+  }
+  return ids;
+}
+
+}  // namespace gpuvs

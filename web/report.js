@@ -34,28 +34,49 @@
 
   const PREFIXES = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, ''],
     [1e-3, 'm'], [1e-6, 'µ'], [1e-9, 'n']];
+  // Units that take SI prefixes; counts of things (img/s, seq/s) read best as plain
+  // numbers, and arithmetic rates stop at tera, as datasheets write them (1979 TFLOP/s).
+  const SI_UNITS = new Set(['B', 'B/s', 'FLOP/s', 'OP/s', 'Hz', 'W', 's']);
+  const TERA_CAP = new Set(['FLOP/s', 'OP/s']);
 
+  // `digits` significant digits, never scientific notation (4.31, 43.1, 431); an
+  // integer part is never rounded away: 3958, not 3960.
   function withDigits(x, digits) {
     if (x === 0) return '0';
+    if (Math.abs(x) >= Math.pow(10, digits - 1)) return x.toFixed(0);
     const r = Number(x.toPrecision(digits));
     const mag = Math.floor(Math.log10(Math.abs(r)));
     return r.toFixed(Math.max(0, digits - 1 - mag));
   }
 
+  // As withDigits, without trailing zeros: 0.25, 1, 4096 (not 4100), 1755.
   function plainNumber(x) {
+    if (!Number.isFinite(x)) return String(x);
+    if (Math.abs(x) >= 100) return x.toFixed(0);
     return String(Number(x.toPrecision(3)));
   }
 
+  // A count (unit "1" or none) that is an integer is written exactly: 16896 CUDA cores.
   function formatSI(value, unit, digits) {
     digits = digits || 3;
-    if (!Number.isFinite(value)) return String(value);
-    if (!unit || unit === '1') return withDigits(value, digits);
+    if (!Number.isFinite(value)) return String(value) + (unit && unit !== '1' ? ' ' + unit : '');
+    if (!unit || unit === '1') return Number.isInteger(value) ? String(value) : withDigits(value, digits);
     if (unit === '%') return withDigits(value, digits) + ' %';
+    if (!SI_UNITS.has(unit)) return withDigits(value, digits) + ' ' + unit;
     const mag = Math.abs(value);
     let prefix = [1, ''];
-    if (mag !== 0) prefix = PREFIXES.find((p) => mag >= p[0] * 0.9995) || PREFIXES[PREFIXES.length - 1];
+    if (mag !== 0) {
+      prefix = PREFIXES.find((p) => !(TERA_CAP.has(unit) && p[0] > 1e12) && mag >= p[0] * 0.9995) ||
+        [1, ''];
+    }
     if (prefix[0] < 1 && unit !== 's') prefix = [1, ''];
     return withDigits(value / prefix[0], digits) + ' ' + prefix[1] + unit;
+  }
+
+  // Axis ticks: formatSI less trailing zeros ("1.5 TB/s", "2 TB/s"); integers stay exact.
+  function formatTick(value, unit) {
+    return formatSI(value, unit).replace(/^(-?\d+)\.(\d*?)0+(?!\d)/, (m, int, frac) =>
+      frac ? int + '.' + frac : int);
   }
 
   // Buffer sizes read in binary units, as they are allocated: "4 KiB", "1.5 GiB".
@@ -177,7 +198,7 @@
       maxBarThickness: 64,
     }));
     const plugins = [valueLabels(spec.unit)];
-    const y = axis((v) => formatSI(v, spec.unit), false, '');
+    const y = axis((v) => formatTick(v, spec.unit), false, '');
     if (spec.reference !== undefined) {
       plugins.push(referenceLine(spec.reference));
       y.suggestedMax = spec.reference * 1.1;
@@ -215,7 +236,7 @@
   function lineChart(canvas, spec) {
     // Buffer sizes in binary units; intensities as plain numbers (the axis title has the unit).
     const formatX = spec.x_unit === 'B' ? formatBytes
-      : spec.x_unit === 'FLOP/B' ? plainNumber : (v) => formatSI(v, spec.x_unit);
+      : spec.x_unit === 'FLOP/B' ? plainNumber : (v) => formatTick(v, spec.x_unit);
     const colors = {};
     let next = 0;
     spec.series.forEach((s) => {
@@ -254,7 +275,7 @@
         },
         scales: {
           x: axis(formatX, spec.x_log, AXIS_TITLES[spec.x_unit] || spec.x_unit, spec.x_unit === 'B'),
-          y: axis((v) => formatSI(v, spec.y_unit), spec.y_log,
+          y: axis((v) => formatTick(v, spec.y_unit), spec.y_log,
             AXIS_TITLES[spec.y_unit] || spec.y_unit, false),
         },
       },
@@ -321,7 +342,7 @@
     spec.series.forEach((s) => { units[s.label + ' (' + s.unit + ')'] = s.unit; });
     const pctAxis = axis((v) => plainNumber(v) + ' %', false, 'utilization (%)');
     pctAxis.suggestedMax = 100;
-    const watts = axis((v) => formatSI(v, 'W'), false, 'power (W)');
+    const watts = axis((v) => formatTick(v, 'W'), false, 'power (W)');
     watts.position = 'right';
     watts.grid = { drawOnChartArea: false };
     watts.display = 'auto';

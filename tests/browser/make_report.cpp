@@ -1,25 +1,39 @@
-// Writes the HTML reports the browser test opens (tests/browser/report_test.cjs):
-//   DIR/report.html              the bundled H200 reference run, a hand-made comparison
-//                                with an A100 (datasheet figures), claims, and a
-//                                synthetic run with size sweeps, a roofline and a
+// Writes the HTML reports the browser test opens (tests/browser/report_test.cjs). Every
+// comparison is built as gpuvs builds it (build_comparison over run files and the
+// catalogue), from the run files in the source tree:
+//   DIR/report.html              the bundled H200 reference run against the
+//                                A100-SXM4-80GB catalogue entry, claims about them, and
+//                                a synthetic run with size sweeps, a roofline and a
 //                                monitor timeline (so that every kind of chart is drawn);
-//   DIR/report-tables-only.html  the same without the chart library.
-// Usage: make_report DIR
+//   DIR/report-multi.html        four columns with long labels: both GPUs of the 2xH200
+//                                run (two GPUs of one name; one result of GPU 1 marked
+//                                invalid), the compute bench run (a run lacking most
+//                                metrics) and the A100 catalogue entry;
+//   DIR/report-tables-only.html  report.html without the chart library;
+//   DIR/report-NAME.html, DIR/report-multi-NAME.html
+//                                with LIBRARY (a script defining window.Chart) inlined
+//                                instead of the built-in library; when LIBRARY does not
+//                                exist they are not written (and old ones are removed).
+// Usage: make_report DIR DATA_DIR [LIBRARY NAME]   (DATA_DIR: the source tree's data/)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/embedded.h"
 #include "core/error.h"
 #include "core/run_file.h"
+#include "report/claims.h"
+#include "report/compare.h"
 #include "report/html.h"
+#include "specs/catalogue.h"
+#include "specs/published.h"
 
 namespace gpuvs {
 namespace {
@@ -123,79 +137,32 @@ RunFile synthetic_run() {
   return run;
 }
 
-Cell cell(std::optional<double> value, Source source, std::string ref) {
-  Cell c;
-  c.value = value;
-  c.source = source;
-  c.source_ref = std::move(ref);
-  return c;
+std::string read(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot read " + path.string());
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-Comparison comparison(const RunFile& h200) {
-  constexpr const char* kA100 =
-      "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
-      "a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf";
-  constexpr const char* kH200 = "https://www.nvidia.com/en-us/data-center/h200/";
-  Comparison c;
-  c.columns = {{"H200 (reference run)", "NVIDIA H200", "h200-sxm", true},
-               {"A100-SXM4-80GB", "A100-SXM4-80GB", "a100-sxm4-80gb", false}};
-  auto row = [](std::string metric, std::string name, std::string unit, std::vector<Cell> cells) {
-    Row r;
-    r.metric = std::move(metric);
-    r.name = std::move(name);
-    r.unit = std::move(unit);
-    r.cells = std::move(cells);
-    return r;
-  };
-  Cell bw = cell(h200.results.at(0).value, Source::kMeasured, "h200-sxm-run.json, memory.hbm.copy");
-  bw.noise = h200.results.at(0).stats.noise;
-  bw.of_datasheet = *bw.value / 4.8e12;
-  bw.verdict = "baseline";
-  Cell a100_bw = cell(2.039e12, Source::kDatasheet, kA100);
-  a100_bw.diff_pct = (2.039e12 / *bw.value - 1) * 100;
-  a100_bw.verdict = "slower";
-  Cell fp64 = cell(std::nullopt, Source::kMeasured, "");
-  fp64.invalid = true;
-  fp64.note = "checksum mismatch";
-  c.rows = {row("memory.bandwidth", "Memory bandwidth", "B/s", {bw, a100_bw}),
-            row("memory.capacity", "Memory", "B",
-                {cell(141e9, Source::kDatasheet, kH200), cell(80e9, Source::kDatasheet, kA100)}),
-            row("compute.bf16", "BF16 tensor (dense)", "FLOP/s",
-                {cell(989e12, Source::kDatasheet, kH200), cell(312e12, Source::kDatasheet, kA100)}),
-            row("compute.fp64", "FP64", "FLOP/s", {fp64, cell(9.7e12, Source::kDatasheet, kA100)}),
-            row("model.resnet50.train", "ResNet-50 training", "img/s",
-                {Cell{}, cell(2.7e3, Source::kPublished, "https://example.org/published")}),
-            row("power.tdp", "Power limit", "W",
-                {cell(700, Source::kDerived, "NVML enforced power limit"),
-                 cell(400, Source::kDatasheet, kA100)})};
-  return c;
+RunFile run_file(const std::filesystem::path& data, const std::string& name) {
+  const std::filesystem::path path = data / "reference" / name;
+  return parse_run_file(read(path), path.string());
 }
 
-std::vector<ClaimJudgement> claims() {
-  std::vector<ClaimJudgement> out(2);
-  out[0].claim.gpu = "H200 96GB";
-  out[0].claim.metric = "memory";
-  out[0].claim.value = 96;
-  out[0].claim.unit = "GB";
-  out[0].claim.source = "example article";
-  out[0].claim.line = 2;
-  out[0].verdict = ClaimVerdict::kContradicted;
-  out[0].off_pct = (96.0 / 141 - 1) * 100;
-  out[0].reference = 141e9;
-  out[0].reference_unit = "B";
-  out[0].reference_source = Source::kDatasheet;
-  out[0].why = "H200 has 141 GB (datasheet); no 96 GB H200 exists";
-  out[1].claim.gpu = "H200";
-  out[1].claim.metric = "memory bandwidth";
-  out[1].claim.value = 4.8;
-  out[1].claim.unit = "TB/s";
-  out[1].claim.source = "example article";
-  out[1].claim.line = 3;
-  out[1].verdict = ClaimVerdict::kHolds;
-  out[1].reference = 4.8e12;
-  out[1].reference_unit = "B/s";
-  out[1].why = "matches the datasheet";
-  return out;
+// "GPU-faafcc66-..." -> "faafcc66": tells GPUs of one name apart in a label.
+std::string uuid_part(const GpuInfo& g) {
+  const std::string u = g.uuid.rfind("GPU-", 0) == 0 ? g.uuid.substr(4) : g.uuid;
+  return u.substr(0, 8);
+}
+
+// Claims as a claims file states them, judged as `gpuvs compare --claims` judges them.
+std::vector<ClaimJudgement> claims(const std::vector<CompareInput>& measured) {
+  const std::vector<Claim> stated = parse_claims(
+      "gpu,metric,value,unit,source\n"
+      "H200 96GB,memory,96,GB,example article\n"
+      "H200,memory bandwidth,4.8,TB/s,example article\n"
+      "H200,cuda cores,16896,cores,example article\n",
+      "claims.csv");
+  return judge_claims(stated, measured, Catalogue::builtin(), Published::builtin());
 }
 
 void write(const std::filesystem::path& path, const std::string& text) {
@@ -209,28 +176,85 @@ void write(const std::filesystem::path& path, const std::string& text) {
 
 int main(int argc, char** argv) {
   using namespace gpuvs;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_report DIR\n");
+  if (argc != 3 && argc != 5) {
+    std::fprintf(stderr, "usage: make_report DIR DATA_DIR [LIBRARY NAME]\n");
     return 2;
   }
   try {
     const std::filesystem::path dir = argv[1];
+    const std::filesystem::path data = argv[2];
     std::filesystem::create_directories(dir);
-    const auto bundled = embedded_file("data/reference/h200-sxm-run.json");
-    if (!bundled) throw Error("the bundled H200 run is not built in");
-    const RunFile h200 = parse_run_file(*bundled, "data/reference/h200-sxm-run.json");
+    const Catalogue& catalogue = Catalogue::builtin();
+    const GpuSpec& a100 = catalogue.get("A100-SXM4-80GB");
+
+    const RunFile h200 = run_file(data, "h200-sxm-run.json");
     const RunFile synthetic = synthetic_run();
-    const Comparison c = comparison(h200);
-    const std::vector<ClaimJudgement> j = claims();
-    const HtmlReportInput in{"gpuvs report: H200 vs A100-SXM4-80GB",
-                             &c,
-                             {&h200, &synthetic},
-                             &j,
-                             "No GPU here: bundled H200 reference run (browser test; run 2 is "
-                             "synthetic test data)"};
+    const std::vector<CompareInput> pair = {{.label = "H200 (reference run)",
+                                             .run = &h200,
+                                             .gpu_index = 0,
+                                             .run_ref = "data/reference/h200-sxm-run.json"},
+                                            {.label = "A100-SXM4-80GB", .spec = &a100}};
+    const Comparison c = build_comparison(pair, catalogue, Published::builtin(), CompareOptions{});
+    const std::vector<ClaimJudgement> j = claims({pair[0]});
+    HtmlReportInput in;
+    in.title = "gpuvs report: H200 vs A100-SXM4-80GB";
+    in.comparison = &c;
+    in.runs = {&h200, &synthetic};
+    in.claims = &j;
+    in.note =
+        "No GPU here: bundled H200 reference run (browser test; run 2 is synthetic test data)";
+
+    // Labels as long as real ones get: GPU, index, host, uuid, run.
+    // GPU 1's FP16 GEMM is marked invalid, as a failed check marks a result, so that
+    // an invalid figure (no bar, only its label) is drawn too.
+    RunFile x2 = run_file(data, "h200x2-run.json");
+    for (Result& r : x2.results)
+      if (r.id == "compute.gemm.fp16" && r.devices == std::vector<int>{1}) {
+        r.status = Status::kInvalid;
+        r.status_reason = "checksum mismatch (test data, not measured)";
+      }
+    const RunFile compute = run_file(data, "h200-bench-compute.json");
+    std::vector<CompareInput> four;
+    for (const GpuInfo& g : x2.system.gpus)
+      four.push_back({.label = "H200 #" + std::to_string(g.index) + " " + x2.meta.host + " " +
+                               uuid_part(g) + " h200x2-run",
+                      .run = &x2,
+                      .gpu_index = g.index,
+                      .run_ref = "data/reference/h200x2-run.json"});
+    four.push_back({.label = "H200 " + compute.meta.host + " " +
+                             uuid_part(compute.system.gpus.at(0)) + " h200-bench-compute",
+                    .run = &compute,
+                    .gpu_index = 0,
+                    .run_ref = "data/reference/h200-bench-compute.json"});
+    four.push_back({.label = "A100-SXM4-80GB (datasheet, catalogue entry)", .spec = &a100});
+    const Comparison multi =
+        build_comparison(four, catalogue, Published::builtin(), CompareOptions{});
+    HtmlReportInput in_multi;
+    in_multi.title = "gpuvs report: 2xH200, H200 compute bench, A100-SXM4-80GB";
+    in_multi.comparison = &multi;
+    in_multi.runs = {&x2, &compute};
+    in_multi.note = "Browser test: four columns with long labels";
+
     write(dir / "report.html", render_html(in));
+    write(dir / "report-multi.html", render_html(in_multi));
     write(dir / "report-tables-only.html", render_html(in, ""));
     std::printf("%s\n", (dir / "report.html").c_str());
+    if (argc == 5) {
+      const std::filesystem::path library = argv[3];
+      const std::string name = argv[4];
+      const auto one = dir / ("report-" + name + ".html");
+      const auto two = dir / ("report-multi-" + name + ".html");
+      if (std::filesystem::exists(library)) {
+        const std::string text = read(library);
+        write(one, render_html(in, text));
+        write(two, render_html(in_multi, text));
+        std::printf("%s (with %s)\n", one.c_str(), library.c_str());
+      } else {
+        std::filesystem::remove(one);
+        std::filesystem::remove(two);
+        std::printf("%s not written: %s does not exist\n", one.c_str(), library.c_str());
+      }
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_report: %s\n", e.what());

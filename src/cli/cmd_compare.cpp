@@ -215,7 +215,11 @@ void add_compare_command(CLI::App& app, CliContext& ctx) {
                   "Run files (*.json) and catalogue GPU names (`gpuvs specs list`)");
   sub->add_option("--label", args->labels,
                   "Column label of an input, once per input in their order (a run of several "
-                  "GPUs: LABEL #0, LABEL #1 ...); default: GPU, host, UUID and file");
+                  "GPUs: LABEL #0, LABEL #1 ...); default: GPU, host, UUID and file")
+      // One value per --label, so that `--label A run.json` keeps run.json an input.
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--baseline", args->baseline,
                   "Column the others are compared with: number (1 = first) or name "
                   "(default: the first)");

@@ -36,32 +36,22 @@ const Row* best_row_for(const Comparison& c, const std::string& metric, size_t c
   return best;
 }
 
-HeadlineItem item_for(const Comparison& c, const std::string& metric, size_t other) {
+// The item of `metric` from the rows given; `shared`: both figures in one row of one
+// basis (a ratio), else each side's own figure (different bases or settings).
+HeadlineItem make_item(const Comparison& c, const std::string& metric, size_t other,
+                       const Row* base_row, const Row* other_row, bool shared) {
   HeadlineItem it;
   it.metric = metric;
-  const size_t base = c.baseline;
-  // A row where both sides have figures of one basis (and so one setting).
-  const Row* shared = nullptr;
-  for (const Row& r : c.rows) {
-    if (r.metric != metric) continue;
-    const Cell& o = r.cells[other];
-    if (o.basis.empty() || !o.ratio) continue;
-    if (!shared || basis_rank(o.basis) < basis_rank(shared->cells[other].basis)) shared = &r;
-  }
-  if (shared) {
-    it.base_row = it.other_row = shared;
-  } else {
-    it.base_row = best_row_for(c, metric, base);
-    it.other_row = best_row_for(c, metric, other);
-  }
-  const Row* any = it.base_row ? it.base_row : it.other_row;
+  it.base_row = base_row;
+  it.other_row = other_row;
+  const Row* any = base_row ? base_row : other_row;
   if (!any) return it;
   it.name = any->name;
   it.unit = any->unit;
   it.speed = any->speed;
-  if (it.base_row) it.base = it.base_row->cells[base];
-  if (it.other_row) it.other = it.other_row->cells[other];
-  if (!it.base_row || !it.other_row || it.base.unsupported || it.other.unsupported) return it;
+  if (base_row) it.base = base_row->cells[c.baseline];
+  if (other_row) it.other = other_row->cells[other];
+  if (!base_row || !other_row || it.base.unsupported || it.other.unsupported) return it;
   if (shared) {
     it.basis = it.other.basis;
     it.ratio = it.other.ratio;
@@ -73,6 +63,33 @@ HeadlineItem item_for(const Comparison& c, const std::string& metric, size_t oth
   if (it.other.datasheet && it.base.datasheet && *it.base.datasheet > 0)
     it.datasheet_ratio = *it.other.datasheet / *it.base.datasheet;
   return it;
+}
+
+// The items of a headline metric: the best row where both sides are of one basis; and
+// where a side was measured outside that row (a measured model against published
+// figures), that measurement against the other side's best figure too, marked as of
+// different bases.
+std::vector<HeadlineItem> items_for(const Comparison& c, const std::string& metric, size_t other) {
+  const size_t base = c.baseline;
+  const Row* shared = nullptr;
+  for (const Row& r : c.rows) {
+    if (r.metric != metric) continue;
+    const Cell& o = r.cells[other];
+    if (o.basis.empty() || !o.ratio) continue;
+    if (!shared || basis_rank(o.basis) < basis_rank(shared->cells[other].basis)) shared = &r;
+  }
+  const Row* base_best = best_row_for(c, metric, base);
+  const Row* other_best = best_row_for(c, metric, other);
+  if (!shared) return {make_item(c, metric, other, base_best, other_best, false)};
+  std::vector<HeadlineItem> out;
+  auto measured = [&](const Row* r, size_t col) {
+    return r && r != shared && basis_of(r->cells[col]) == "measured";
+  };
+  if (shared->cells[other].basis != "measured" &&
+      (measured(base_best, base) || measured(other_best, other)))
+    out.push_back(make_item(c, metric, other, base_best, other_best, false));
+  out.push_back(make_item(c, metric, other, shared, shared, true));
+  return out;
 }
 
 std::string ratio_range(double lo, double hi) {
@@ -130,10 +147,9 @@ std::vector<HeadlinePair> build_headline(const Comparison& c) {
     HeadlinePair p;
     p.baseline = c.baseline;
     p.other = other;
-    for (const std::string& m : metrics) {
-      HeadlineItem it = item_for(c, m, other);
-      if (it.base_row || it.other_row) p.items.push_back(std::move(it));
-    }
+    for (const std::string& m : metrics)
+      for (HeadlineItem& it : items_for(c, m, other))
+        if (it.base_row || it.other_row) p.items.push_back(std::move(it));
     p.summary = summary_of(p);
     out.push_back(std::move(p));
   }

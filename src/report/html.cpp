@@ -257,8 +257,9 @@ std::string side_html(const HeadlineItem& it, const Row* row, const Cell& cell) 
                      *cell.of_datasheet * 100);
   if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
   (void)it;
-  if (!row->config_text.empty())
-    s += "<span class=\"config\">" + escape_html(row->config_text) + "</span>";
+  std::string config = row->config_text;
+  if (row->published && config.rfind("published, ", 0) == 0) config = config.substr(11);
+  if (!config.empty()) s += "<span class=\"config\">" + escape_html(config) + "</span>";
   return s;
 }
 

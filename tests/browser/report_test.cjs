@@ -22,7 +22,8 @@
 //    entry, and each roof is dashed in its series' colour;
 //  - the headline (<section id="headline">, the first section of <main>) is in the
 //    first screen and has one pair per non-baseline column, rows with data-metric,
-//    data-basis and a ratio cell, and no "faster"/"slower" where the basis differs;
+//    data-basis and a ratio cell: a ratio where one basis, none ("faster"/"slower"/"1.2x")
+//    where the bases differ or a side is missing;
 //  - report-tables-only.html says charts are not available and draws none.
 // Saves a full-page screenshot of each page beside --screenshot.
 //
@@ -374,7 +375,8 @@ function headlineProblems(h) {
   if (JSON.stringify(others) !== JSON.stringify(want)) {
     problems.push('pairs for ' + JSON.stringify(others) + ', non-baseline columns ' + JSON.stringify(want));
   }
-  const bases = ['measured', 'datasheet', 'published', 'different'];
+  // "missing": one side has no figure (or the datasheet says it lacks the feature).
+  const bases = ['measured', 'datasheet', 'published', 'different', 'missing'];
   for (const p of h.pairs) {
     if (p.tables !== 1) problems.push(p.other + ': ' + p.tables + ' table.headline');
     if (!p.rows.length) problems.push(p.other + ': no rows');
@@ -383,8 +385,12 @@ function headlineProblems(h) {
       if (!r.metric) problems.push(what + ': no data-metric');
       if (!bases.includes(r.basis)) problems.push(what + ': data-basis ' + JSON.stringify(r.basis));
       if (r.ratio === null) problems.push(what + ': no td.ratio');
-      else if (r.basis === 'different' && /faster|slower/i.test(r.ratio)) {
-        problems.push(what + ': basis differs, yet the ratio reads ' + JSON.stringify(r.ratio));
+      // The two datasheets' ratio is the like-with-like one a "different" row may give.
+      else if ((r.basis === 'different' || r.basis === 'missing') &&
+               /faster|slower|\dx/i.test(r.ratio.replace(/datasheets [0-9.]+x/, ''))) {
+        problems.push(what + ': basis ' + r.basis + ', yet the ratio reads ' + JSON.stringify(r.ratio));
+      } else if (r.basis !== 'different' && r.basis !== 'missing' && !/same|\dx/.test(r.ratio)) {
+        problems.push(what + ': one basis (' + r.basis + '), yet no ratio: ' + JSON.stringify(r.ratio));
       }
     }
   }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -104,6 +105,65 @@ TEST(CliCompare, MarkdownCsvAndBaseline) {
   const Outcome named = run_gpuvs("compare H200-SXM A100-SXM4-80GB --baseline a100");
   EXPECT_EQ(named.code, 0) << named.err;
   EXPECT_EQ(named.out, b.out);
+}
+
+// The issue of "1.13x faster" between a measurement and a datasheet: two H200 runs and
+// the A100's catalogue entry, as JSON. No speed verdict across bases; the two GPUs of
+// the two-GPU run read "same" for the HBM copy; columns carry file, host and UUID.
+TEST(CliCompare, NoVerdictAcrossBasesAsJson) {
+  const Outcome o = run_gpuvs("compare " + source("data/reference/h200x2-run.json") + " " +
+                              source("data/reference/h200-bench-compute.json") +
+                              " A100-SXM4-80GB --format json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(doc["columns"].size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& col = doc["columns"][i];
+    EXPECT_TRUE(col["measured"].get<bool>());
+    EXPECT_NE(col["file"].get<std::string>().find(".json"), std::string::npos) << col;
+    EXPECT_EQ(col["host"], "vm");
+    EXPECT_EQ(col["uuid"].get<std::string>().rfind("GPU-", 0), 0u) << col;
+  }
+  EXPECT_TRUE(doc["columns"][3]["file"].is_null());
+  const std::set<std::string> verdicts = {"same", "faster", "slower", "higher", "lower"};
+  size_t checked = 0;
+  for (const auto& row : doc["rows"]) {
+    const auto& base = row["cells"][0];
+    for (size_t i = 1; i < row["cells"].size(); ++i) {
+      const auto& cell = row["cells"][i];
+      if (!verdicts.count(cell["verdict"].get<std::string>())) continue;
+      ++checked;
+      // One basis: a measured column's datasheet stand-in counts as datasheet.
+      EXPECT_EQ(cell["source"], base["source"]) << row["metric"] << " " << i;
+      EXPECT_EQ(cell["basis"], base["source"]) << row["metric"] << " " << i;
+    }
+    if (row["metric"] == "memory.bandwidth") {
+      EXPECT_EQ(row["cells"][1]["verdict"], "same");
+      EXPECT_EQ(row["cells"][2]["verdict"], "different basis");
+      EXPECT_TRUE(row["cells"][2]["fallback"].get<bool>());
+      EXPECT_EQ(row["cells"][3]["verdict"], "different basis");
+    }
+  }
+  EXPECT_GT(checked, 50u);
+  // The headline: one pair per other column, bases said.
+  ASSERT_EQ(doc["headline"].size(), 3u);
+  for (const auto& item : doc["headline"][2]["items"])
+    if (item["metric"] == "memory.bandwidth") {
+      EXPECT_EQ(item["basis"], "different");
+      EXPECT_TRUE(item["ratio"].is_null());
+    }
+}
+
+TEST(CliCompare, LabelsNameTheColumns) {
+  const Outcome o = run_gpuvs("compare " + source("data/reference/h200x2-run.json") +
+                              " --label node7 A100-SXM4-80GB --label 'A100 (catalogue)' --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(doc["columns"].size(), 3u);
+  EXPECT_EQ(doc["columns"][0]["label"], "node7 #0");
+  EXPECT_EQ(doc["columns"][1]["label"], "node7 #1");
+  EXPECT_EQ(doc["columns"][2]["label"], "A100 (catalogue)");
+  expect_one_line_usage_error(run_gpuvs("compare H200 --label a --label b"), "one label per input");
 }
 
 TEST(CliCompare, UsageErrors) {

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <variant>
 
 #include "core/units.h"
 #include "specs/metrics.h"
 #include "specs/published.h"
+#include "suite/produces.h"
 
 namespace gpuvs::advise {
 
@@ -86,21 +88,30 @@ void Measurements::add_run(const RunFile& run, const std::string& file,
     std::string key;
     bool best = false;
     const std::string& id = r.id;
-    if (id.rfind("compute.gemm.", 0) == 0 && (r.unit == "FLOP/s" || r.unit == "OP/s")) {
-      std::string rest = id.substr(13);
-      // The power-capped ".sustained" figure is not what the 0.803 reference (a
-      // short best-shape matmul) measured: comparing like with like, it is skipped.
-      if (rest.find(".sustained") != std::string::npos) continue;
-      if (rest.size() > 5 && rest.compare(rest.size() - 5, 5, ".best") == 0) {
-        rest.resize(rest.size() - 5);
-        best = true;
-      }
-      key = "gemm." + rest;
-    } else if (id == "memory.hbm.copy" && r.unit == "B/s") {
+    const auto match = match_result_id(id);
+    if (!match) continue;
+    const Family family = match->family->family;
+    // The power-capped sustained GEMM is not what the 0.803 reference (a short
+    // best-shape matmul) measured: comparing like with like, it is skipped. The
+    // all_reduce figures are NCCL's own choice of algorithm (not the algorithm study's
+    // forced ones, nor nccl-tests'), in bytes per second.
+    auto param_is = [&](const char* name, const char* value) {
+      const auto it = r.parameters.find(name);
+      if (it == r.parameters.end()) return true;
+      const auto* s = std::get_if<std::string>(&it->second);
+      return s && *s == value;
+    };
+    if ((family == Family::kGemm || family == Family::kGemmBest) &&
+        (r.unit == "FLOP/s" || r.unit == "OP/s")) {
+      best = family == Family::kGemmBest;
+      key = "gemm." + match->value("precision");
+    } else if (family == Family::kHbmStream && match->value("op") == "copy" && r.unit == "B/s") {
       key = "copy";
-    } else if (id.rfind("collective.all_reduce", 0) == 0 && r.unit == "B/s") {
+    } else if (family == Family::kCollectiveBusbw && match->value("op") == "all_reduce" &&
+               r.unit == "B/s" && param_is("algo", "default") && param_is("proto", "default")) {
       key = "all_reduce";
-    } else if (id.rfind("model.resnet50.train", 0) == 0 && r.unit == "img/s") {
+    } else if (family == Family::kModelRate && match->value("model") == "resnet50" &&
+               match->value("mode") == "train" && r.unit == "img/s") {
       key = "resnet50";
     } else {
       continue;

@@ -25,7 +25,7 @@
 
 namespace gpuvs {
 
-// True for the ids this file renders ("collective." ...): the generic result
+// True for the ids this file renders (the collective families of suite/produces.h): the generic result
 // listings skip them so that a sweep of hundreds of points is not shown twice.
 bool is_collective_result(const Result& r);
 

@@ -7,23 +7,25 @@
 
 #include "core/units.h"
 #include "report/collectives_detail.h"
+#include "suite/produces.h"
 
 namespace gpuvs::collectives_detail {
 
 std::optional<ParsedId> parse_id(const std::string& id) {
-  if (id.rfind(kPrefix, 0) != 0) return std::nullopt;
-  std::vector<std::string> parts;
-  size_t start = kPrefix.size();
-  while (true) {
-    const size_t dot = id.find('.', start);
-    parts.push_back(id.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-    if (dot == std::string::npos) break;
-    start = dot + 1;
+  const auto m = match_result_id(id);
+  if (!m) return std::nullopt;
+  switch (m->family->family) {
+    case Family::kCollectiveBusbw:
+      return ParsedId{m->value("op"), "busbw", false};
+    case Family::kCollectiveTime:
+      return ParsedId{m->value("op"), "time", false};
+    case Family::kNcclTestsBusbw:
+      return ParsedId{m->value("op"), "busbw", true};
+    case Family::kNcclTestsTime:
+      return ParsedId{m->value("op"), "time", true};
+    default:
+      return std::nullopt;
   }
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty()) return std::nullopt;
-  if (parts[1] != "busbw" && parts[1] != "time") return std::nullopt;
-  if (parts.size() == 3 && parts[2] != "nccl_tests") return std::nullopt;
-  return ParsedId{parts[0], parts[1], parts.size() == 3};
 }
 
 std::string str_param(const Result& r, const std::string& key, std::string fallback) {

@@ -24,7 +24,6 @@ namespace gpuvs::collectives_detail {
 using Json = nlohmann::ordered_json;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
-constexpr std::string_view kPrefix = "collective.";
 // Operations in the order nccl-tests users know them; others follow alphabetically.
 constexpr std::array<std::string_view, 7> kOpOrder = {
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"};

@@ -10,6 +10,7 @@
 #include "core/verdict.h"
 #include "report/collectives.h"
 #include "report/table.h"
+#include "suite/produces.h"
 
 namespace gpuvs {
 
@@ -42,7 +43,9 @@ std::string result_label(const Result& r) {
   if (const auto bytes = int_parameter(r, "bytes"))
     return label + " @ " + format_bytes_binary(*bytes);
   // A model's step time: the median is the value; its tail goes beside the name.
-  if (r.id.rfind("model.", 0) == 0 && r.unit == "s" && r.stats.samples > 1 && r.stats.p99)
+  const auto match = match_result_id(r.id);
+  if (match && match->family->family == Family::kModelStepTime && r.stats.samples > 1 &&
+      r.stats.p99)
     return fmt::format("{} (p99 {})", label, format_si(*r.stats.p99, "s"));
   return label;
 }

@@ -91,6 +91,29 @@ TEST(CliAdvise, RunFileIsUsed) {
   EXPECT_TRUE(has(r.out, "used in this estimate")) << r.out;
 }
 
+// A ranking of a measured GPU among estimates says, in one line, which rests on what.
+TEST(CliAdvise, MixedBasesAreSaid) {
+  const auto mixed =
+      gpuvs_advise("advise --model resnet50 --run " + source("data/reference/h200x2-run.json"));
+  ASSERT_EQ(mixed.code, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("The ranking mixes bases: "), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.out.find("measured (H200-SXM)"), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.out.find("published (A100-SXM4-80GB)"), std::string::npos) << mixed.out;
+  const auto json = gpuvs_advise("--json advise --model resnet50 --run " +
+                              source("data/reference/h200x2-run.json"));
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(doc["bases_mixed"].get<bool>());
+  bool measured_row = false;
+  for (const auto& c : doc["candidates"])
+    if (c["gpu"] == "H200-SXM") measured_row = c["basis_class"] == "measured";
+  EXPECT_TRUE(measured_row) << json.out;
+  // One basis for every candidate (datasheet × MFU): no such line.
+  const auto one = gpuvs_advise("advise --model llama-2-7b --tokens 1T");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(one.out.find("mixes bases"), std::string::npos) << one.out;
+}
+
 TEST(CliAdvise, BadInputIsOneLineAndExit2) {
   const auto bad_prices = std::filesystem::temp_directory_path() /
                           ("gpuvs_bad_prices_" + std::to_string(::getpid()) + ".csv");

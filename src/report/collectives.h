@@ -25,8 +25,8 @@
 
 namespace gpuvs {
 
-// True for the ids this file renders (the collective families of suite/produces.h): the generic result
-// listings skip them so that a sweep of hundreds of points is not shown twice.
+// True for the ids this file renders (the collective families of suite/produces.h): the generic
+// result listings skip them so that a sweep of hundreds of points is not shown twice.
 bool is_collective_result(const Result& r);
 
 // ---- the algorithm study ----------------------------------------------------------

@@ -156,6 +156,19 @@ std::vector<HeadlinePair> build_headline(const Comparison& c) {
   return out;
 }
 
+std::string headline_config(const Row& row) {
+  std::string s = row.config_text;
+  if (!row.published) return s;
+  if (s.rfind("published, ", 0) == 0) s = s.substr(11);
+  // Drop parenthesised details: "MLPerf Inference Offline (closed division, TensorRT)".
+  for (size_t open = s.find(" ("); open != std::string::npos; open = s.find(" (")) {
+    const size_t close = s.find(')', open);
+    if (close == std::string::npos) break;
+    s.erase(open, close - open + 1);
+  }
+  return s;
+}
+
 std::string headline_comparison_text(const HeadlineItem& item) {
   if (item.other.unsupported || item.base.unsupported)
     return fmt::format("{} lacks it (datasheet)", item.other.unsupported ? "other" : "baseline");

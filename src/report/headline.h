@@ -48,6 +48,10 @@ struct HeadlinePair {
 // One pair per column other than the baseline, in column order. Empty with one column.
 std::vector<HeadlinePair> build_headline(const Comparison& c);
 
+// A row's settings, short, for the headline: "bf16, batch 256"; a published row's
+// suite without its parenthesised details ("MLPerf Inference Offline: int8").
+std::string headline_config(const Row& row);
+
 // "different basis", "0.57x lower (datasheet)", "same (+0.3 %, measured)", "1.03x
 // faster (measured)", "no figure": the comparison of an item in words.
 std::string headline_comparison_text(const HeadlineItem& item);

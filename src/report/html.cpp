@@ -249,16 +249,14 @@ void comparison_section(std::string& out, const Comparison& c) {
   out += "</tbody></table></div>\n</section>\n";
 }
 
-std::string side_html(const HeadlineItem& it, const Row* row, const Cell& cell) {
+std::string side_html(const Row* row, const Cell& cell) {
   if (!row) return "<span class=\"missing\">no figure</span>";
   std::string s = value_html(*row, cell);
   if (cell.source == Source::kMeasured && cell.of_datasheet)
     s += fmt::format("<span class=\"pct\">{:.0f} % of its datasheet</span>",
                      *cell.of_datasheet * 100);
   if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
-  (void)it;
-  std::string config = row->config_text;
-  if (row->published && config.rfind("published, ", 0) == 0) config = config.substr(11);
+  const std::string config = headline_config(*row);
   if (!config.empty()) s += "<span class=\"config\">" + escape_html(config) + "</span>";
   return s;
 }
@@ -284,7 +282,7 @@ void headline_section(std::string& out, const Comparison& c) {
           "class=\"base\">{}</td><td class=\"other\">{}</td><td class=\"ratio "
           "verdict-{}\">{}</td></tr>\n",
           escape_html(it.metric), css_word(basis), escape_html(it.name),
-          side_html(it, it.base_row, it.base), side_html(it, it.other_row, it.other),
+          side_html(it.base_row, it.base), side_html(it.other_row, it.other),
           css_word(it.verdict.empty() ? basis : it.verdict),
           escape_html(headline_comparison_text(it)));
     }

@@ -290,8 +290,7 @@ json comparison_json(const Comparison& c) {
 std::string side_text(const Cell& cell, const Row* row, const std::string& unit) {
   if (!row) return "-";
   std::string s = cell_text(cell, unit);
-  std::string config = row->config_text;
-  if (row->published && config.rfind("published, ", 0) == 0) config = config.substr(11);
+  const std::string config = headline_config(*row);
   if (!config.empty()) s += " [" + config + "]";
   return s;
 }

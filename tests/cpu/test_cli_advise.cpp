@@ -100,7 +100,7 @@ TEST(CliAdvise, MixedBasesAreSaid) {
   EXPECT_NE(mixed.out.find("measured (H200-SXM)"), std::string::npos) << mixed.out;
   EXPECT_NE(mixed.out.find("published (A100-SXM4-80GB)"), std::string::npos) << mixed.out;
   const auto json = gpuvs_advise("--json advise --model resnet50 --run " +
-                              source("data/reference/h200x2-run.json"));
+                                 source("data/reference/h200x2-run.json"));
   ASSERT_EQ(json.code, 0) << json.err;
   const nlohmann::json doc = nlohmann::json::parse(json.out);
   EXPECT_TRUE(doc["bases_mixed"].get<bool>());

@@ -111,9 +111,9 @@ TEST(CliCompare, MarkdownCsvAndBaseline) {
 // the A100's catalogue entry, as JSON. No speed verdict across bases; the two GPUs of
 // the two-GPU run read "same" for the HBM copy; columns carry file, host and UUID.
 TEST(CliCompare, NoVerdictAcrossBasesAsJson) {
-  const Outcome o = run_gpuvs("compare " + source("data/reference/h200x2-run.json") + " " +
-                              source("data/reference/h200-bench-compute.json") +
-                              " A100-SXM4-80GB --format json");
+  const Outcome o =
+      run_gpuvs("compare " + source("data/reference/h200x2-run.json") + " " +
+                source("data/reference/h200-bench-compute.json") + " A100-SXM4-80GB --format json");
   ASSERT_EQ(o.code, 0) << o.err;
   const nlohmann::json doc = nlohmann::json::parse(o.out);
   ASSERT_EQ(doc["columns"].size(), 4u);

@@ -116,10 +116,10 @@ TEST(CompareBasis, TwoRunsOfOneGpuTypeAndADatasheet) {
   EXPECT_EQ(size->cells[3].basis, "datasheet");
   // The measured figures that reach the comparison now: host link, peer, all_reduce,
   // launch, models.
-  for (const char* m : {"link.pcie", "link.host_h2d", "link.peer_latency",
-                        "collective.all_reduce.busbw", "collective.all_reduce.latency",
-                        "launch.latency", "launch.chain_graph", "model.resnet50.train",
-                        "model.resnet50.infer.step_time"}) {
+  for (const char* m :
+       {"link.pcie", "link.host_h2d", "link.peer_latency", "collective.all_reduce.busbw",
+        "collective.all_reduce.latency", "launch.latency", "launch.chain_graph",
+        "model.resnet50.train", "model.resnet50.infer.step_time"}) {
     const Row* r = row(c, m);
     ASSERT_NE(r, nullptr) << m;
     EXPECT_EQ(r->cells[0].source, Source::kMeasured) << m;
@@ -157,8 +157,7 @@ TEST(CompareBasis, ModelRowsPerConfigurationAndPublishedBesideThem) {
     // Each configuration's row holds its own run's figure and no other.
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_EQ(static_cast<bool>(measured[k]->cells[i].value), i == k) << k << " " << i;
-      if (measured[k]->cells[i].value)
-        EXPECT_EQ(measured[k]->cells[i].source, Source::kMeasured);
+      if (measured[k]->cells[i].value) EXPECT_EQ(measured[k]->cells[i].source, Source::kMeasured);
     }
   }
   ASSERT_EQ(published.size(), 2u);  // the A100's AMP and TF32 figures
@@ -166,7 +165,8 @@ TEST(CompareBasis, ModelRowsPerConfigurationAndPublishedBesideThem) {
     EXPECT_NE(r->config_text.find("published, NVIDIA DeepLearningExamples (PyTorch): "),
               std::string::npos)
         << r->config_text;
-    for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(r->cells[i].value) << r->config_text;
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_FALSE(r->cells[i].value) << r->config_text;
     EXPECT_EQ(r->cells[3].source, Source::kPublished);
   }
   EXPECT_EQ(published[0]->config_text,
@@ -188,9 +188,8 @@ TEST(CompareBasis, PublishedFigureAtAnotherPrecisionStaysInItsOwnRow) {
   ASSERT_NE(measured, nullptr);
   EXPECT_NEAR(*measured->cells[0].value, 25723, 1);
   EXPECT_FALSE(measured->cells[1].value);
-  const Row* mlperf =
-      row(c, "model.resnet50.infer",
-          "published, MLPerf Inference Offline (closed division, TensorRT): int8");
+  const Row* mlperf = row(c, "model.resnet50.infer",
+                          "published, MLPerf Inference Offline (closed division, TensorRT): int8");
   ASSERT_NE(mlperf, nullptr);
   EXPECT_DOUBLE_EQ(*mlperf->cells[0].value, 94620);  // the H200's, labelled published
   EXPECT_EQ(mlperf->cells[0].source, Source::kPublished);
@@ -237,7 +236,8 @@ TEST(CompareBasis, SweepsCompareAtACommonSize) {
   const Row* h2d = row(c, "link.host_h2d");
   ASSERT_NE(h2d, nullptr);
   EXPECT_EQ(h2d->config_text, "16 MiB");  // not 256 MiB, which the second lacks
-  for (const Cell& cell : h2d->cells) EXPECT_TRUE(cell.value);
+  for (const Cell& cell : h2d->cells)
+    EXPECT_TRUE(cell.value);
 }
 
 TEST(Headline, PairsSayWhichIsFasterOnWhichBasis) {

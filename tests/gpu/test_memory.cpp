@@ -106,6 +106,7 @@ TEST(Cache, QuickRunIsValid) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
   const std::vector<Result> results = run_cache(ctx);
+  expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 2u);  // the sweep is for full runs only
   EXPECT_EQ(results[0].id, "memory.l2.read");
   EXPECT_EQ(results[1].id, "memory.smem.read");
@@ -123,6 +124,7 @@ TEST(Latency, QuickSweepRisesFromL1ToHbm) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
   const std::vector<Result> results = run_latency(ctx);
+  expect_ids_in_table(results);
   ASSERT_GE(results.size(), 6u);
   expect_all_ok(results);
   for (const Result& r : results) {
@@ -141,6 +143,7 @@ TEST(Capacity, QuickRunIsConsistent) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
   const std::vector<Result> results = run_capacity(ctx);
+  expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 2u);
   expect_all_ok(results);
   const double total = static_cast<double>(system.gpus[0].memory_total_bytes);
@@ -156,6 +159,7 @@ TEST(HostLink, QuickRunIsValidWithAVerdict) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
   const std::vector<Result> results = run_host_link(ctx);
+  expect_ids_in_table(results);
   expect_all_ok(results);
   const auto h2d = std::find_if(results.begin(), results.end(), [](const Result& r) {
     return r.id == "host.h2d.pinned" && param_number(r, "bytes") == 256.0 * (1 << 20);
@@ -181,6 +185,7 @@ TEST(Peer, OneGpuIsNotApplicable) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system, {0});
   const std::vector<Result> results = run_peer(ctx);
+  expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].id, "peer.link");
   EXPECT_EQ(results[0].status, Status::kUnsupported);
@@ -195,6 +200,7 @@ TEST(Peer, TwoGpusGiveEveryMatrix) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system, {0, 1});
   const std::vector<Result> results = run_peer(ctx);
+  expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 8u);  // 2 ordered pairs x 3 + 1 unordered pair x 2
   for (const Result& r : results) {
     SCOPED_TRACE(r.id);
@@ -218,6 +224,7 @@ TEST(Launch, QuickRunIsValidAndGraphsAreMeasured) {
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
   const std::vector<Result> results = run_launch(ctx);
+  expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 5u);
   expect_all_ok(results);
   EXPECT_EQ(results[0].id, "launch.empty.latency");

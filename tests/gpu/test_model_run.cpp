@@ -67,7 +67,9 @@ RunFile only_run_file(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".json") files.push_back(e.path());
   if (files.size() != 1) throw Error("expected one run file in " + dir.string());
-  return load_run_file(files[0]);
+  RunFile run = load_run_file(files[0]);
+  expect_ids_in_table(run.results);
+  return run;
 }
 
 const Result* find_result(const RunFile& run, const std::string& id) {
@@ -77,7 +79,8 @@ const Result* find_result(const RunFile& run, const std::string& id) {
 }
 
 TEST(ModelRun, BenchLeavesModelsOutUnlessNamed) {
-  // No GPU needed: the table only.
+  // No GPU needed: the table only. Every benchmark of the table has its entry point.
+  EXPECT_EQ(benchmarks().size(), benchmark_defs().size());
   for (const BenchmarkInfo* b : select_benchmarks({}))
     EXPECT_NE(b->group, "model") << b->name;
   const std::vector<std::string> named = {"model"};

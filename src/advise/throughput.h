@@ -24,10 +24,11 @@ namespace gpuvs::advise {
 // A measured GEMM peak G stands for datasheet × this share, so MFU m of the datasheet
 // becomes m / 0.803 of G: a GPU that measures as expected keeps its estimate.
 inline constexpr double kMamfReference = 794.5 / 989.0;
-// Copy bandwidth as a share of the datasheet: gpuvs's own H200 run
-// (data/reference/h200-sxm-run.json, memory.hbm.copy 4.281 of 4.8 TB/s). Decode at
-// bw_util of the datasheet is bw_util / 0.892 of a measured copy; that H200 run
-// itself therefore leaves its decode estimate where the datasheet puts it.
+// Copy bandwidth as a share of the datasheet: gpuvs's own H200 run of 2026-11-30
+// (tests/data/runs/h200-run-2026-11-30.json, memory.hbm.copy 4.281 of 4.8 TB/s; the
+// run bundled since then measured 4.242). Decode at bw_util of the datasheet is
+// bw_util / 0.892 of a measured copy; an H200 that copies at that rate therefore
+// leaves its decode estimate where the datasheet puts it.
 inline constexpr double kCopyReference = 4.2811e12 / 4.8e12;
 
 struct Assumptions {

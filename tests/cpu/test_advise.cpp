@@ -253,13 +253,25 @@ TEST(AdviseRunFile, MeasuredCopyScalesDecode) {
 }
 
 TEST(AdviseRunFile, BundledH200RunIsMatchedToTheCatalogue) {
-  Measurements m;
-  m.add_run(load_run_file(std::string(GPUVS_SOURCE_DIR) + "/data/reference/h200-sxm-run.json"),
-            "h200-sxm-run.json", cat());
-  const MeasuredGpu* g = m.find("H200-SXM");
-  ASSERT_NE(g, nullptr);
-  ASSERT_TRUE(g->copy_bandwidth.has_value());
-  EXPECT_NEAR(*g->copy_bandwidth / 4.8e12, kCopyReference, 0.001);
+  for (const char* file :
+       {"/data/reference/h200-sxm-run.json", "/tests/data/runs/h200-run-2026-11-30.json"}) {
+    const RunFile run = load_run_file(std::string(GPUVS_SOURCE_DIR) + file);
+    double copy = 0;
+    for (const Result& r : run.results)
+      if (r.id == "memory.hbm.copy") copy = r.value;
+    Measurements m;
+    m.add_run(run, file, cat());
+    const MeasuredGpu* g = m.find("H200-SXM");
+    ASSERT_NE(g, nullptr) << file;
+    ASSERT_TRUE(g->copy_bandwidth.has_value()) << file;
+    EXPECT_DOUBLE_EQ(*g->copy_bandwidth, copy) << file;
+  }
+  // The reference share is the 2026-11-30 run's copy.
+  Measurements old;
+  old.add_run(
+      load_run_file(std::string(GPUVS_SOURCE_DIR) + "/tests/data/runs/h200-run-2026-11-30.json"),
+      "h200-run-2026-11-30.json", cat());
+  EXPECT_NEAR(*old.find("H200-SXM")->copy_bandwidth / 4.8e12, kCopyReference, 0.001);
 }
 
 // The H200 compute run that gpuvs measured (another part of the project adds it):

@@ -175,12 +175,21 @@ TEST(Compare, RealH200RunAgainstA100Datasheet) {
   EXPECT_EQ(clock->cells[0].verdict, "");
   EXPECT_FALSE(clock->cells[1].ratio);  // no baseline value: no ratio
 
-  // Published model figure for the A100 only.
-  const Row* rn = find_row(c, "model.resnet50.train");
+  // Published model figure for the A100 only, in a row of its own settings; the
+  // H200's measured ResNet-50 training in the row of its configuration.
+  const Row* rn = nullptr;
+  for (const Row& r : c.rows)
+    if (r.metric == "model.resnet50.train" && r.published) rn = &r;
   ASSERT_NE(rn, nullptr);
   EXPECT_EQ(rn->cells[1].source, Source::kPublished);
   EXPECT_NE(rn->cells[1].note.find("NVIDIA DLE"), std::string::npos);
   EXPECT_FALSE(rn->cells[0].value);
+  const Row* measured_rn = find_row(c, "model.resnet50.train");
+  ASSERT_NE(measured_rn, nullptr);
+  EXPECT_FALSE(measured_rn->published);
+  EXPECT_EQ(measured_rn->config_text, "bf16, batch 256");
+  EXPECT_EQ(measured_rn->cells[0].source, Source::kMeasured);
+  EXPECT_FALSE(measured_rn->cells[1].value);
 
   // Rows where nothing is known are dropped; an "unsupported" cell is not missing.
   EXPECT_EQ(find_row(c2, "compute.bf16"), nullptr);

@@ -113,12 +113,12 @@ TEST(RunFileMonitor, PlacementInTheText) {
 
 TEST(RunFileMonitor, FilesWithoutUtilizationOrTimelineStillLoad) {
   // Written before the monitor recorded runs: still valid gpuvs.run/1 files.
-  const fs::path path = fs::path(GPUVS_SOURCE_DIR) / "data" / "reference" / "h200-sxm-run.json";
+  const fs::path path = fs::path(GPUVS_SOURCE_DIR) / "tests" / "data" / "runs" / "h200-run-2026-11-30.json";
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  ASSERT_EQ(text.find("\"utilization\""), std::string::npos) << "the reference run was rewritten";
+  ASSERT_EQ(text.find("\"utilization\""), std::string::npos) << "the fixture was rewritten";
   ASSERT_EQ(text.find("\"timeline\""), std::string::npos);
   const RunFile run = parse_run_file(text, path.string());
   ASSERT_FALSE(run.results.empty());

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <random>
 #include <system_error>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -501,6 +502,15 @@ std::optional<double> number_parameter(const Result& r, const std::string& key) 
   if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
   if (const auto* d = std::get_if<double>(&it->second)) return *d;
   return std::nullopt;
+}
+
+std::string param_text(const ParamValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) return x ? "true" : "false";
+        return fmt::format("{}", x);
+      },
+      v);
 }
 
 }  // namespace gpuvs

@@ -262,6 +262,9 @@ struct CommInfo {
 std::optional<int64_t> int_parameter(const Result& r, const std::string& key);
 std::optional<double> number_parameter(const Result& r, const std::string& key);
 
+// A parameter as people read it: "true"/"false", the number, the string.
+std::string param_text(const ParamValue& v);
+
 struct RunError {
   std::string context;  // "bench memory.hbm.copy on GPU 0"
   std::string message;

@@ -68,15 +68,6 @@ std::string run_description(const RunFile& run, const std::string& run_ref) {
   return fmt::format("run on {} at {}", run.meta.host, run.meta.started_at);
 }
 
-std::string param_text(const ParamValue& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) return x ? "true" : "false";
-        return fmt::format("{}", x);
-      },
-      v);
-}
-
 // A result's parameter as text; where it lacks one, the fallback its family declares
 // (files written before the parameter existed). nullopt: neither.
 std::optional<std::string> parameter_text(const Result& r, const FamilyDef* family,

@@ -130,15 +130,6 @@ std::string na(const std::optional<T>& v) {
     return fmt::format("{}", *v);
 }
 
-std::string param_text(const ParamValue& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) return x ? "true" : "false";
-        return fmt::format("{}", x);
-      },
-      v);
-}
-
 // ---- comparison -----------------------------------------------------------------
 
 std::string value_html(const Row& row, const Cell& cell) {

@@ -29,15 +29,6 @@ bool positive(double v) {
   return std::isfinite(v) && v > 0;
 }
 
-std::string param_text(const ParamValue& v) {
-  return std::visit(
-      [](const auto& x) -> std::string {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) return x ? "true" : "false";
-        return fmt::format("{}", x);
-      },
-      v);
-}
-
 bool of_family(const Result& r, std::initializer_list<Family> families) {
   const auto m = match_result_id(r.id);
   return m && std::find(families.begin(), families.end(), m->family->family) != families.end();

@@ -287,7 +287,8 @@ TEST(RunFileText, P99AndCommPlacement) {
 
 TEST(RunFileFixtures, FilesWithoutP99OrCommStillLoad) {
   // Written before stats.p99 and comm existed: still valid gpuvs.run/1 files.
-  const fs::path path = fs::path(GPUVS_SOURCE_DIR) / "tests" / "data" / "runs" / "h200-run-2026-11-30.json";
+  const fs::path path =
+      fs::path(GPUVS_SOURCE_DIR) / "tests" / "data" / "runs" / "h200-run-2026-11-30.json";
   const std::string text = read_bytes(path);
   ASSERT_EQ(text.find("\"p99\""), std::string::npos) << "the fixture has been rewritten";
   ASSERT_EQ(text.find("\"comm\""), std::string::npos);

@@ -113,7 +113,8 @@ TEST(RunFileMonitor, PlacementInTheText) {
 
 TEST(RunFileMonitor, FilesWithoutUtilizationOrTimelineStillLoad) {
   // Written before the monitor recorded runs: still valid gpuvs.run/1 files.
-  const fs::path path = fs::path(GPUVS_SOURCE_DIR) / "tests" / "data" / "runs" / "h200-run-2026-11-30.json";
+  const fs::path path =
+      fs::path(GPUVS_SOURCE_DIR) / "tests" / "data" / "runs" / "h200-run-2026-11-30.json";
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -149,13 +149,13 @@ std::vector<MetricDef> make_metrics() {
   // all_reduce with NCCL's own choices, per GPU count: bus bandwidth at the largest
   // size, latency at the smallest (8 bytes in a default sweep).
   MetricDef busbw =
-      at_size(plain("collective.all_reduce.busbw", "all_reduce bus bandwidth", "B/s",
+      at_size(plain("collective.all_reduce_busbw", "all_reduce bus bandwidth", "B/s",
                     G::kCollectives, {result_id(F::kCollectiveBusbw, {"all_reduce"})}, false),
               Pick::kLargest, {"ranks"});
   busbw.where = default_nccl;
   v.push_back(std::move(busbw));
   MetricDef ar_time =
-      at_size(plain("collective.all_reduce.latency", "all_reduce latency", "s", G::kCollectives,
+      at_size(plain("collective.all_reduce_latency", "all_reduce latency", "s", G::kCollectives,
                     {result_id(F::kCollectiveTime, {"all_reduce"})}, false, false, false),
               Pick::kSmallest, {"ranks"});
   ar_time.where = default_nccl;

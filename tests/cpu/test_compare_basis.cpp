@@ -71,8 +71,9 @@ void expect_like_with_like(const Comparison& c) {
         EXPECT_FALSE(cell.ratio) << r.metric << " " << r.config_text << " " << i;
       }
       if (cell.value && base.value && !cell.invalid && !base.invalid &&
-          basis_of(cell) != basis_of(base))
+          basis_of(cell) != basis_of(base)) {
         EXPECT_EQ(cell.verdict, "different basis") << r.metric << " " << i;
+      }
     }
   }
 }
@@ -117,15 +118,15 @@ TEST(CompareBasis, TwoRunsOfOneGpuTypeAndADatasheet) {
   // The measured figures that reach the comparison now: host link, peer, all_reduce,
   // launch, models.
   for (const char* m :
-       {"link.pcie", "link.host_h2d", "link.peer_latency", "collective.all_reduce.busbw",
-        "collective.all_reduce.latency", "launch.latency", "launch.chain_graph",
+       {"link.pcie", "link.host_h2d", "link.peer_latency", "collective.all_reduce_busbw",
+        "collective.all_reduce_latency", "launch.latency", "launch.chain_graph",
         "model.resnet50.train", "model.resnet50.infer.step_time"}) {
     const Row* r = row(c, m);
     ASSERT_NE(r, nullptr) << m;
     EXPECT_EQ(r->cells[0].source, Source::kMeasured) << m;
     EXPECT_TRUE(r->cells[0].value) << m;
   }
-  EXPECT_EQ(row(c, "collective.all_reduce.busbw")->config_text, "2 GPUs, 2 GiB");
+  EXPECT_EQ(row(c, "collective.all_reduce_busbw")->config_text, "2 GPUs, 2 GiB");
   EXPECT_EQ(row(c, "link.pcie")->config_text, "256 MiB");
   // Of 67 cells with a figure on both sides against the baseline, none mixes bases:
   // checked above for every row; the count of verdicts across bases is zero.
@@ -157,7 +158,9 @@ TEST(CompareBasis, ModelRowsPerConfigurationAndPublishedBesideThem) {
     // Each configuration's row holds its own run's figure and no other.
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_EQ(static_cast<bool>(measured[k]->cells[i].value), i == k) << k << " " << i;
-      if (measured[k]->cells[i].value) EXPECT_EQ(measured[k]->cells[i].source, Source::kMeasured);
+      if (measured[k]->cells[i].value) {
+        EXPECT_EQ(measured[k]->cells[i].source, Source::kMeasured);
+      }
     }
   }
   ASSERT_EQ(published.size(), 2u);  // the A100's AMP and TF32 figures
@@ -197,8 +200,9 @@ TEST(CompareBasis, PublishedFigureAtAnotherPrecisionStaysInItsOwnRow) {
   EXPECT_NEAR(*mlperf->cells[1].ratio, 40576.5 / 94620, 1e-9);
   // Two published figures of one GPU in different suites and settings never share a row.
   for (const Row& r : c.rows)
-    if (r.published && r.metric == "model.bert-large.infer")
+    if (r.published && r.metric == "model.bert-large.infer") {
       EXPECT_FALSE(r.cells[1].value && r.cells[0].value && r.cells[1].note == r.cells[0].note);
+    }
 }
 
 // The collectives of a two-GPU run reach the comparison: bus bandwidth at the largest
@@ -206,11 +210,11 @@ TEST(CompareBasis, PublishedFigureAtAnotherPrecisionStaysInItsOwnRow) {
 TEST(CompareBasis, CollectivesReachTheComparison) {
   const RunFile run = reference("h200x2-collectives-allreduce");
   const Comparison c = compare(inputs({&run}));
-  const Row* busbw = row(c, "collective.all_reduce.busbw");
+  const Row* busbw = row(c, "collective.all_reduce_busbw");
   ASSERT_NE(busbw, nullptr);
   EXPECT_EQ(busbw->config_text, "2 GPUs, 4 GiB");
   EXPECT_NEAR(*busbw->cells[0].value, 343.5e9, 1e9);
-  const Row* latency = row(c, "collective.all_reduce.latency");
+  const Row* latency = row(c, "collective.all_reduce_latency");
   ASSERT_NE(latency, nullptr);
   EXPECT_EQ(latency->config_text, "2 GPUs, 8 B");
   EXPECT_NEAR(*latency->cells[0].value, 12.7e-6, 0.1e-6);
@@ -292,7 +296,9 @@ TEST(Headline, PairsSayWhichIsFasterOnWhichBasis) {
       const MetricDef* m = find_metric(it.metric);
       ASSERT_NE(m, nullptr) << it.metric;
       EXPECT_TRUE(m->headline) << it.metric;
-      if (it.basis == "different") EXPECT_FALSE(it.ratio) << it.metric;
+      if (it.basis == "different") {
+        EXPECT_FALSE(it.ratio) << it.metric;
+      }
     }
   }
   EXPECT_NE(pairs[0].summary.find("of different bases or settings"), std::string::npos)

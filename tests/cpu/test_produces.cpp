@@ -150,9 +150,10 @@ TEST(Produces, EveryResultOfTheReferenceRunsHasARow) {
         const std::string id = r.value("id", "");
         const auto m = match_result_id(id);
         ASSERT_TRUE(m) << entry.path().filename() << ": " << id << " has no row";
-        if (r.value("status", "") == "ok")
+        if (r.value("status", "") == "ok") {
           EXPECT_EQ(r.value("unit", ""), family_unit(*m->family, m->values))
               << entry.path().filename() << ": " << id;
+        }
         ++results;
       }
     }

@@ -107,7 +107,7 @@ TEST(CliCompare, MarkdownCsvAndBaseline) {
   EXPECT_EQ(named.out, b.out);
 }
 
-// The issue of "1.13x faster" between a measurement and a datasheet: two H200 runs and
+// No "1.13x faster" between a measurement and a datasheet: two H200 runs and
 // the A100's catalogue entry, as JSON. No speed verdict across bases; the two GPUs of
 // the two-GPU run read "same" for the HBM copy; columns carry file, host and UUID.
 TEST(CliCompare, NoVerdictAcrossBasesAsJson) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "compare_test_util.h"
 #include "core/embedded.h"
 #include "core/run_file.h"
 #include "report/html.h"
@@ -88,9 +89,9 @@ RunFile two_gpu_run() {
 // them: across bases no ratio, the datasheets' ratio instead; a datasheet row of both.
 Comparison comparison() {
   Comparison c;
-  c.columns = {{"H200", "NVIDIA H200", "h200-sxm", true},
-               {"A100", "A100-SXM4-80GB", "a100", false}};
-  Row bw{"memory.bandwidth", "Memory bandwidth", "B/s", true};
+  c.columns = {column_of("H200", "NVIDIA H200", "h200-sxm", true),
+               column_of("A100", "A100-SXM4-80GB", "a100", false)};
+  Row bw = row_of("memory.bandwidth", "Memory bandwidth", "B/s");
   Cell measured;
   measured.value = 4.25e12;
   measured.source = Source::kMeasured;
@@ -108,7 +109,7 @@ Comparison comparison() {
   sheet.verdict = "different basis";
   sheet.datasheet_ratio = 2.039 / 4.8;
   bw.cells = {measured, sheet};
-  Row size{"memory.size", "Memory size", "B", true};
+  Row size = row_of("memory.size", "Memory size", "B");
   Cell fallback;  // the run did not measure it: its datasheet, marked
   fallback.value = 141e9;
   fallback.datasheet = 141e9;
@@ -126,13 +127,13 @@ Comparison comparison() {
   a100_size.verdict = "lower";
   a100_size.basis = "datasheet";
   size.cells = {fallback, a100_size};
-  Row fp{"compute.fp64", "FP64", "FLOP/s", true};
+  Row fp = row_of("compute.fp64", "FP64", "FLOP/s");
   Cell invalid;
   invalid.value = 9.99e13;  // must never be shown
   invalid.invalid = true;
   invalid.note = "checksum mismatch";
   fp.cells = {invalid, Cell{}};  // invalid, missing: no chart for this metric
-  Row pub{"model.resnet50.train", "ResNet-50 training", "img/s", true};
+  Row pub = row_of("model.resnet50.train", "ResNet-50 training", "img/s");
   pub.config_text = "published, DLE: fp16, batch 256";
   pub.published = true;
   Cell published;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "compare_test_util.h"
 #include "report/render.h"
 
 namespace gpuvs {
@@ -15,12 +16,12 @@ namespace {
 
 Comparison small_comparison() {
   Comparison c;
-  c.columns = {{"H200 run", "NVIDIA H200", "H200-SXM", true},
-               {"A100, \"80GB\"", "NVIDIA A100 SXM4 80GB", "A100-SXM4-80GB", false},
-               {"H100 | SXM", "NVIDIA H100 SXM5 80GB", "H100-SXM", false}};
+  c.columns = {column_of("H200 run", "NVIDIA H200", "H200-SXM", true),
+               column_of("A100, \"80GB\"", "NVIDIA A100 SXM4 80GB", "A100-SXM4-80GB", false),
+               column_of("H100 | SXM", "NVIDIA H100 SXM5 80GB", "H100-SXM", false)};
   c.baseline = 0;
 
-  Row bw{"memory.bandwidth", "Memory bandwidth", "B/s", true, {}};
+  Row bw = row_of("memory.bandwidth", "Memory bandwidth", "B/s");
   Cell m;
   m.value = 4.2499e12;
   m.source = Source::kMeasured;
@@ -40,7 +41,7 @@ Comparison small_comparison() {
   Cell missing;  // H100 figure unknown here
   bw.cells = {m, d, missing};
 
-  Row fp16{"compute.fp16", "FP16 tensor (dense)", "FLOP/s", true, {}};
+  Row fp16 = row_of("compute.fp16", "FP16 tensor (dense)", "FLOP/s");
   Cell inv;
   inv.source = Source::kMeasured;
   inv.invalid = true;
@@ -54,7 +55,7 @@ Comparison small_comparison() {
   none.source = Source::kDatasheet;
   fp16.cells = {inv, ds, none};
 
-  Row cores{"gpu.cuda_cores", "CUDA cores", "1", true, {}};
+  Row cores = row_of("gpu.cuda_cores", "CUDA cores", "1");
   Cell a, b, e;
   a.value = 16896;
   a.source = Source::kDatasheet;

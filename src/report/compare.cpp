@@ -163,10 +163,12 @@ std::vector<std::pair<Config, Cell>> measured_cells(const RunFile& run, int gpu_
   std::vector<std::pair<Config, Cell>> out;
   for (const auto& [config, pick] : ok)
     out.emplace_back(config, cell_of(run, *pick.result, metric, spec, run_ref));
-  for (const auto& [config, pick] : invalid) {
+  for (const auto& entry : invalid) {
+    const Config& config = entry.first;
     const bool measured =
         std::any_of(ok.begin(), ok.end(), [&](const auto& e) { return e.first == config; });
-    if (!measured) out.emplace_back(config, cell_of(run, *pick.result, metric, spec, run_ref));
+    if (!measured)
+      out.emplace_back(config, cell_of(run, *entry.second.result, metric, spec, run_ref));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // How fast: the rate a GPU is assumed to deliver (from the user's run files when
 // they measured it, else the datasheet), the communication of data and tensor
 // parallelism, and from them training time and inference speed. Reads run files
-// and the catalogue only (DESIGN.md), never a live GPU.
+// and the catalogue only (docs/design.md), never a live GPU.
 //
 // Invariants: a measured figure is only taken from a result with status ok; a
 // figure the catalogue lacks gives no rate (nullopt with the reason), never 0.

@@ -1,6 +1,6 @@
 // The command line: CLI11 wiring shared by the commands. Commands are thin: parse,
 // call the layers below, print. Errors travel as gpuvs::Error to main, which turns
-// them into the exit codes of DESIGN.md.
+// them into the exit codes of docs/design.md.
 #pragma once
 
 #include <CLI/CLI.hpp>

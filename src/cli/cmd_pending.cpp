@@ -1,4 +1,4 @@
-// Commands of DESIGN.md that this version does not have yet: each says so, names
+// Commands of docs/design.md that this version does not have yet: each says so, names
 // what it will do, and exits 2 without running anything.
 #include <fmt/format.h>
 

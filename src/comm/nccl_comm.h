@@ -1,4 +1,4 @@
-// NCCL communicators that never hang (DESIGN.md, comm/; docs/collectives.md).
+// NCCL communicators that never hang (docs/design.md, comm/; docs/collectives.md).
 //
 // An NcclGroup owns the communicators of this process: one per local GPU when one
 // process drives them all, one when each rank is its own process. Every wait for the

@@ -1,4 +1,4 @@
-// What a run's results mean for its exit code (DESIGN.md): 0 every result ok and
+// What a run's results mean for its exit code (docs/design.md): 0 every result ok and
 // unthrottled; 4 finished but some result is invalid or was taken while the GPU was
 // throttled; 1 some benchmark failed (an error was recorded).
 #pragma once

@@ -8,7 +8,7 @@
 //    missing NVML degrades a run file instead of aborting it;
 //  - when active, start() takes one sample before it returns and stop() one more after
 //    the thread has joined, so even a measurement shorter than the interval gets >= 2;
-//  - clocks are only read, never locked or reset (DESIGN.md, "Measuring").
+//  - clocks are only read, never locked or reset (docs/design.md, "Measuring").
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,6 @@
 // RAII owners for CUDA resources: device memory, pinned host memory, streams,
 // events, and the current-device scope. Copy is deleted everywhere; move is
-// allowed. No raw cudaMalloc outside gpu/ (DESIGN.md): everything allocates here.
+// allowed. No raw cudaMalloc outside gpu/ (docs/design.md): everything allocates here.
 #pragma once
 
 #include <cuda_runtime_api.h>

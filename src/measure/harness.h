@@ -1,4 +1,4 @@
-// The measurement harness: the one timing loop of gpuvs (DESIGN.md, "Measuring").
+// The measurement harness: the one timing loop of gpuvs (docs/design.md, "Measuring").
 //
 // A benchmark declares what one iteration moves and computes; the harness times it
 // and derives the figure. Procedure:

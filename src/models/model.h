@@ -83,8 +83,8 @@ class Model {
 
 // Builds the model named in config.model. Throws UsageError for an unknown model or
 // a combination it does not support (exit 2), CannotRunError where the GPU cannot
-// run it (fp8 below compute capability 8.9: exit 2 per the issue, said why), and
-// OutOfMemoryError when it does not fit.
+// run it (fp8 below compute capability 8.9, with the reason; build_model makes that a
+// usage error, exit 2), and OutOfMemoryError when it does not fit.
 std::unique_ptr<Model> make_model(const ModelConfig& config, int device);
 
 }  // namespace gpuvs::models

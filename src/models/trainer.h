@@ -41,7 +41,8 @@ class StepRunner {
 };
 
 // make_model, with a GPU that cannot run the combination asked for (fp8 below
-// compute capability 8.9) reported as a usage error (exit 2), as the issue asks.
+// compute capability 8.9) reported as a usage error (exit 2): the request, not the GPU,
+// is at fault.
 std::unique_ptr<Model> build_model(const ModelConfig& config, int device);
 
 // Device memory in use on the current device (cudaMemGetInfo total - free), bytes.

@@ -1,4 +1,4 @@
-// The command that `gpuvs monitor -- CMD ARGS...` watches (issue 9, docs/monitor.md).
+// The command that `gpuvs monitor -- CMD ARGS...` watches (docs/monitor.md).
 // CMD is started with posix_spawnp (PATH lookup) in gpuvs's own process group, so a
 // terminal's Ctrl-C reaches both; stdin, stdout and stderr are inherited. Its exit
 // code is forwarded as a shell would: the code it exited with, 128 + n when signal n

@@ -1,4 +1,4 @@
-// NvmlSource: the monitor's Source on a real machine (issue 9, docs/monitor.md). One
+// NvmlSource: the monitor's Source on a real machine (docs/monitor.md). One
 // GPU per NVML device (NVML index order, unaffected by CUDA_VISIBLE_DEVICES).
 //
 // Per sample: NVML utilization rates, power, energy since the source's first sample

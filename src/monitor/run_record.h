@@ -1,4 +1,4 @@
-// The monitor's records in a run file (issue 9, docs/monitor.md, docs/results.md):
+// The monitor's records in a run file (docs/monitor.md, docs/results.md):
 // a result's utilization over its window and the run's timeline, made from a
 // Sampler's timeline. Plain C++ (core structs in, core structs out); the summaries
 // themselves come from monitor/summary.h, the one place that computes them.

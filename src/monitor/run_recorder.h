@@ -1,4 +1,4 @@
-// RunRecorder: the monitor inside a measuring session (issue 9, docs/monitor.md).
+// RunRecorder: the monitor inside a measuring session (docs/monitor.md).
 // One Sampler over the session's GPUs runs from start() to finish(); after each
 // benchmark step the step's results get the utilization of their window, and
 // finish() records the run's timeline and recomputes every window from the whole

@@ -1,4 +1,4 @@
-// What the monitor records (issue 9, docs/monitor.md): one GpuSample per GPU per
+// What the monitor records (docs/monitor.md): one GpuSample per GPU per
 // interval. Fields a GPU or a permission does not give are std::nullopt, never 0.
 // GPM figures (Hopper and newer, NVML GPM) are averages over the interval that ends
 // at `t_s`; the others are instantaneous readings at `t_s`.

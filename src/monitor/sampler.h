@@ -1,5 +1,5 @@
 // Sampler: a thread that asks a Source for one GpuSample per GPU every `interval`
-// (issue 9, docs/monitor.md) and keeps the whole timeline in memory.
+// (docs/monitor.md) and keeps the whole timeline in memory.
 //
 // Invariants:
 //  - a round samples every GPU of the source, in GPU order, all with the same `t_s`

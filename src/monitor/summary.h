@@ -1,4 +1,4 @@
-// What `gpuvs monitor` makes of a timeline (issue 9, docs/monitor.md): per-GPU
+// What `gpuvs monitor` makes of a timeline (docs/monitor.md): per-GPU
 // summaries, a compact text table, the Prometheus text exposition of the latest
 // samples, and the timeline as CSV or JSON. Pure functions of their inputs.
 //

@@ -1,4 +1,4 @@
-// The HTML report's "Utilization" section (issue 9): the run's monitor timeline
+// The HTML report's "Utilization" section: the run's monitor timeline
 // (RunFile::timeline) as one chart per GPU, each benchmark step's window marked, and
 // a table of each step's utilization. Nothing when the run has no timeline.
 #pragma once

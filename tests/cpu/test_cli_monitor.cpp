@@ -1,4 +1,4 @@
-// `gpuvs monitor -- CMD` as a user meets it (issue 9, docs/monitor.md): CMD's exit
+// `gpuvs monitor -- CMD` as a user meets it (docs/monitor.md): CMD's exit
 // code forwarded, CMD not found, usage errors, the timeline and Prometheus files,
 // signals. On a machine without a GPU (or NVML) CMD still runs, unwatched.
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // for every precision (and the check's sensitivity to wrong work or values); every
 // GEMM precision's validation passing on a real GEMM and failing on corrupted output,
 // wrong scales and unwritten elements; the unsupported-precision path; and the three
-// compute benchmarks once each with a tiny budget. No speed is asserted (DESIGN.md):
+// compute benchmarks once each with a tiny budget. No speed is asserted (docs/design.md):
 // only that no figure exceeds the hardware's rate at the measured clock.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,4 +1,4 @@
-// Models end to end on a GPU (issue 7's runner, docs/models.md): the batch search
+// Models end to end on a GPU (the trainer, docs/models.md): the batch search
 // finds a fit and survives out-of-memory, a batch far too large is a clear error
 // (exit 1, run file kept), CUDA graph on and off give the same loss, accumulation
 // sums the micro-steps' gradients, and `gpuvs model` writes its results.

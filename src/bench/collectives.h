@@ -3,6 +3,8 @@
 // default choice) and the algorithm study (collective_study.cpp).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,5 +60,16 @@ CollectiveSweep base_sweep(BenchContext& ctx, comm::NcclGroup& group);
 
 // GPUs this collective run spans, for messages: "2 GPUs" / "4 ranks".
 int collective_ranks(const BenchContext& ctx);
+
+// The parameters of a collective result of `op` at shape `s` (bytes, ranks, dtype, the
+// sweep's algorithm and protocol, CUDA graph, busbw factor, buffers, reduce op, root).
+std::map<std::string, ParamValue> parameters(const std::string& op, const OpShape& s, int ranks,
+                                             const CollectiveSweep& sweep, bool graph);
+
+// NVIDIA's nccl-tests at the same sizes, same GPUs, same environment, one process
+// driving them all (collectives_nccl_tests.cpp): its out-of-place figures as results
+// beside ours.
+void run_nccl_tests_beside(const BenchContext& ctx, const std::string& op,
+                           std::span<const int64_t> sizes, std::vector<Result>& out);
 
 }  // namespace gpuvs

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -85,45 +84,6 @@ std::string format_bytes_binary(int64_t bytes) {
   }
   if (u == 0 || v == std::floor(v)) return fmt::format("{} {}", static_cast<int64_t>(v), kUnits[u]);
   return fmt::format("{:.3g} {}", v, kUnits[u]);
-}
-
-int64_t parse_size(std::string_view text) {
-  std::string s(text);
-  if (s.empty()) return -1;
-  char* end = nullptr;
-  const double number = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || !std::isfinite(number) || number < 0) return -1;
-  std::string suffix(end);
-  while (!suffix.empty() && std::isspace(static_cast<unsigned char>(suffix.front())))
-    suffix.erase(0, 1);
-  double scale = 1;
-  if (suffix.empty() || suffix == "B") {
-    scale = 1;
-  } else {
-    static constexpr std::array<std::pair<const char*, double>, 9> kSuffixes = {{
-        {"KiB", 1024.0},
-        {"MiB", 1024.0 * 1024},
-        {"GiB", 1024.0 * 1024 * 1024},
-        {"TiB", 1024.0 * 1024 * 1024 * 1024},
-        {"kB", 1e3},
-        {"KB", 1e3},
-        {"MB", 1e6},
-        {"GB", 1e9},
-        {"TB", 1e12},
-    }};
-    bool found = false;
-    for (const auto& [name, factor] : kSuffixes) {
-      if (suffix == name) {
-        scale = factor;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return -1;
-  }
-  const double bytes = number * scale;
-  if (bytes > 9.0e18 || bytes != std::floor(bytes)) return -1;
-  return static_cast<int64_t>(bytes);
 }
 
 // ---- Numbers typed by a user --------------------------------------------------------

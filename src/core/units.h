@@ -20,10 +20,6 @@ std::string format_si(double value, std::string_view unit, int digits = 3);
 // "4 GiB", "1.5 MiB", "512 B".
 std::string format_bytes_binary(int64_t bytes);
 
-// Parse a size given by a user: "4GiB", "512MiB", "1e9", "2GB", "4096" (bytes).
-// Returns -1 when the text is not a size.
-int64_t parse_size(std::string_view text);
-
 // ---- Numbers typed by a user --------------------------------------------------------
 //
 // A number is an optional sign, digits with an optional decimal point, an optional

@@ -39,6 +39,13 @@ TEST(Units, BinarySizes) {
   EXPECT_EQ(format_bytes_binary(int64_t{3} << 19), "1.5 MiB");
 }
 
+// What parse_size took before the one parser: byte sizes spelled with their unit, the
+// rules of --overhead; -1 when refused.
+int64_t parse_size(std::string_view text) {
+  const ParsedNumber n = parse_number(text, NumberRules::bytes().whole().or_zero());
+  return n.ok() ? n.integer : -1;
+}
+
 TEST(Units, ParsesSizes) {
   EXPECT_EQ(parse_size("4096"), 4096);
   EXPECT_EQ(parse_size("4GiB"), int64_t{4} << 30);

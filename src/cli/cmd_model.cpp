@@ -172,6 +172,7 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
     options.benchmarks = select_benchmarks(names);
     ctx.exit_code = run_session(ctx.global, options);
 #else
+    (void)ctx;
     throw_built_without_cuda("model");
 #endif
   });

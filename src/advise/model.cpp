@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 
 #include "core/error.h"
 
@@ -106,16 +104,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// Number at the start of `s` (strtod), the rest in `suffix`; false if none.
-bool leading_number(const std::string& s, double& value, std::string& suffix) {
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  value = std::strtod(begin, &end);
-  if (end == begin) return false;
-  suffix = trim(end);
-  return true;
-}
-
 const Preset* find_preset(std::string_view name) {
   const std::string want = normalise(name);
   for (const Preset& p : kPresets) {
@@ -181,38 +169,8 @@ std::string_view to_string(ModelKind kind) {
   return kind == ModelKind::kCnn ? "cnn" : "transformer";
 }
 
-double parse_count(std::string_view text, std::string_view what) {
-  const std::string s = trim(text);
-  if (s.empty()) throw UsageError(fmt::format("{}: empty; give a count such as 7B", what));
-  double value = 0;
-  std::string suffix;
-  if (!leading_number(s, value, suffix))
-    throw UsageError(
-        fmt::format("{}: '{}' is not a count (examples: 7B, 70B, 25.6M, 2T, 1.5e9)", what, s));
-  double scale = 1;
-  if (suffix.empty()) {
-    scale = 1;
-  } else if (suffix == "k" || suffix == "K") {
-    scale = 1e3;
-  } else if (suffix == "M") {
-    scale = 1e6;
-  } else if (suffix == "B" || suffix == "G") {
-    scale = 1e9;
-  } else if (suffix == "T") {
-    scale = 1e12;
-  } else if (suffix == "P") {
-    scale = 1e15;
-  } else {
-    throw UsageError(
-        fmt::format("{}: unknown unit '{}' in '{}' (use k, M, B or G, T, P)", what, suffix, s));
-  }
-  if (!std::isfinite(value))
-    throw UsageError(fmt::format("{}: '{}' is not a finite number", what, s));
-  if (value <= 0) throw UsageError(fmt::format("{}: must be positive, got '{}'", what, s));
-  const double out = value * scale;
-  if (!std::isfinite(out) || out > 1e30)
-    throw UsageError(fmt::format("{}: '{}' is too large", what, s));
-  return out;
+NumberRules model_count_rules() {
+  return NumberRules::count().billions().at_most(1e30);
 }
 
 std::string format_count(double n) {
@@ -225,34 +183,6 @@ std::string format_count(double n) {
     }
   }
   return fmt::format("{:.3g}", n);
-}
-
-int64_t parse_positive_int(std::string_view text, std::string_view what, int64_t max) {
-  const std::string s = trim(text);
-  if (s.empty() ||
-      !std::all_of(s.begin() + (s[0] == '-' || s[0] == '+' ? 1 : 0), s.end(),
-                   [](unsigned char c) { return std::isdigit(c); }) ||
-      s == "-" || s == "+")
-    throw UsageError(fmt::format("{}: '{}' is not a whole number", what, s));
-  if (s[0] == '-') throw UsageError(fmt::format("{}: must be positive, got '{}'", what, s));
-  errno = 0;
-  const long long v = std::strtoll(s.c_str(), nullptr, 10);
-  if (errno == ERANGE || v > max)
-    throw UsageError(fmt::format("{}: '{}' is too large (at most {})", what, s, max));
-  if (v <= 0) throw UsageError(fmt::format("{}: must be positive, got '{}'", what, s));
-  return v;
-}
-
-double parse_positive_number(std::string_view text, std::string_view what) {
-  const std::string s = trim(text);
-  double value = 0;
-  std::string suffix;
-  if (!leading_number(s, value, suffix) || !suffix.empty())
-    throw UsageError(fmt::format("{}: '{}' is not a number", what, s));
-  if (!std::isfinite(value))
-    throw UsageError(fmt::format("{}: '{}' is not a finite number", what, s));
-  if (value <= 0) throw UsageError(fmt::format("{}: must be positive, got '{}'", what, s));
-  return value;
 }
 
 std::vector<std::pair<std::string, std::string>> model_presets() {
@@ -288,7 +218,7 @@ Model resolve_model(std::string_view name_or_size, const ModelOverrides& o) {
     if (!looks_like_size)
       throw UsageError(fmt::format("--model: unknown model '{}' (presets: {}; or a size: 7B, 70B)",
                                    name, preset_list()));
-    m.params = parse_count(name, "--model");
+    m.params = option_number("--model", name, model_count_rules().eg("7B, 70B, 25.6M")).value;
     m.kind = o.kind.value_or(ModelKind::kTransformer);
     if (m.kind == ModelKind::kTransformer) {
       const Preset* near = nullptr;

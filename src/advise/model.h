@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/units.h"
+
 namespace gpuvs::advise {
 
 enum class ModelKind { kTransformer, kCnn };
@@ -60,18 +62,14 @@ struct ModelOverrides {
   std::optional<double> activation_bytes;  // CNN, per sample
 };
 
-// "7B", "70B", "6.74B", "25.6M", "2T", "1.5e9", "1000": a positive count. Suffixes
-// k/K, M, B or G (10^9), T, P. Anything else is a one-line UsageError naming `what`.
-double parse_count(std::string_view text, std::string_view what);
+// How a count of parameters, tokens, samples or FLOPs is typed (--model 70B, --params,
+// --tokens 2T, --samples 115M, --flops-per-sample): "7B", "6.74B", "25.6M", "2T",
+// "1.5e9", "1000"; decimal suffixes k/K, M, B or G (10^9), T, P; positive, decimals
+// allowed, at most 1e30 (core/units' parse_number).
+NumberRules model_count_rules();
 
-// "6.74B", "25.6M", "2T": three significant digits, the suffixes parse_count reads.
+// "6.74B", "25.6M", "2T": three significant digits, suffixes model_count_rules() reads.
 std::string format_count(double n);
-
-// A positive integer no larger than `max` ("32"); UsageError otherwise.
-int64_t parse_positive_int(std::string_view text, std::string_view what, int64_t max);
-
-// A positive finite number without a unit ("0.4"); UsageError otherwise.
-double parse_positive_number(std::string_view text, std::string_view what);
 
 // A preset name ("llama-2-70b", "resnet50"; case, '-', '_', '.' and spaces ignored)
 // or a size ("70B"). A bare transformer size takes the shape of the published

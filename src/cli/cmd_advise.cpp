@@ -1,12 +1,14 @@
 // `gpuvs advise [train|infer] --model M ...`: which GPU, how many, how long, what
-// cost. Reads the catalogue, the user's run files and prices file only (advise/,
-// DESIGN.md); prints a ranked table, the arithmetic with --explain, or JSON. Every
-// malformed value is one line and exit 2. Numbers are taken as text and checked
-// here, so that "-7B", "0" and "7X" all get the same kind of message.
+// cost. Reads the catalogue, the user's run files and prices file only, never a live
+// GPU (the advisor is a CUDA-free layer, so this works in a CPU-only build); prints a
+// ranked table, the arithmetic with --explain, or JSON. Every malformed value is one
+// line and exit 2. Numbers are taken as text and read by core/units' parse_number
+// under the rules stated at each option below (docs/advise.md, "Numbers"), so that
+// every option takes the same forms and "-7B", "0" and "7X" get the same kind of
+// message.
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -15,7 +17,6 @@
 #include "cli/app.h"
 #include "core/units.h"
 #include "report/table.h"
-#include "specs/metrics.h"
 
 namespace gpuvs::cli {
 
@@ -23,56 +24,49 @@ namespace {
 
 using namespace gpuvs::advise;
 
+// Unset options stay std::nullopt: an empty value given on the command line
+// (--context "") is an error, not the default.
+using Text = std::optional<std::string>;
+
 struct AdviseArgs {
   std::string mode = "train";
   std::string model;
-  std::string kind, params, layers, hidden, heads, kv_heads, seq, vocab;
-  std::string flops_per_sample, activation_bytes;
-  std::string tokens, samples;
+  std::string kind;
+  Text params, layers, hidden, heads, kv_heads, seq, vocab;
+  Text flops_per_sample, activation_bytes;
+  Text tokens, samples;
   std::string precision = "bf16", optimizer = "adam", parallel = "zero1", recompute = "none";
   bool flash_attention = true;
-  std::string micro_batch, global_batch;
-  std::string mfu, bw_util, network, overhead, fragmentation;
-  std::string gpus, tp, max_days, rank;
+  Text micro_batch, global_batch;
+  Text mfu, bw_util, network, overhead, fragmentation;
+  Text gpus, tp, max_days;
+  std::string rank;
   std::string candidates;  // comma-separated
   std::string prices, catalogue;
   std::vector<std::string> runs;
-  std::string context, batch, kv_precision;
+  Text context, batch;
+  std::string kv_precision;
   bool explain = false;
 };
 
-std::optional<int64_t> opt_int(const std::string& text, const char* what, int64_t max) {
-  if (text.empty()) return std::nullopt;
-  return parse_positive_int(text, what, max);
+// What each number is. Counts of things take decimal suffixes (4k = 4000); those of
+// parameters, tokens, samples and FLOPs also B for 10^9 (7B); sizes in bytes spell
+// their unit (2GB = 2·10^9, 2GiB = 2^31); fractions and days are plain numbers.
+NumberRules whole_count(double max, std::string_view examples) {
+  return NumberRules::count().whole().at_most(max).eg(examples);
+}
+NumberRules fraction(std::string_view examples) {
+  return NumberRules::plain().at_most(1).eg(examples);
 }
 
-std::optional<double> opt_count(const std::string& text, const char* what) {
-  if (text.empty()) return std::nullopt;
-  return parse_count(text, what);
+std::optional<double> number(const Text& text, const char* option, const NumberRules& rules) {
+  if (!text) return std::nullopt;
+  return option_number(option, *text, rules).value;
 }
 
-double fraction(const std::string& text, const char* what, bool allow_zero) {
-  if (allow_zero && (text == "0" || text == "0.0")) return 0;
-  const double v = parse_positive_number(text, what);
-  if (v > 1)
-    throw UsageError(fmt::format("{}: {} is a fraction and must be at most 1", what, text));
-  return v;
-}
-
-// "50GB/s", "400 Gb/s" is refused (bits): the catalogue's unit rules.
-double bandwidth(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  std::string unit(end ? end : "");
-  while (!unit.empty() && unit.front() == ' ')
-    unit.erase(0, 1);
-  if (end == text.c_str() || unit.empty())
-    throw UsageError(fmt::format("{}: '{}' is not a bandwidth (e.g. 50GB/s)", what, text));
-  const std::optional<double> bps = to_base_unit(v, unit, "B/s");
-  if (!bps) throw UsageError(fmt::format("{}: unknown unit '{}' (B/s, GB/s, TB/s)", what, unit));
-  if (!std::isfinite(*bps) || *bps <= 0)
-    throw UsageError(fmt::format("{}: must be positive, got '{}'", what, text));
-  return *bps;
+std::optional<int64_t> whole(const Text& text, const char* option, const NumberRules& rules) {
+  if (!text) return std::nullopt;
+  return option_number(option, *text, rules.whole()).integer;
 }
 
 Request build_request(const AdviseArgs& a) {
@@ -94,33 +88,24 @@ Request build_request(const AdviseArgs& a) {
     else
       throw UsageError(fmt::format("--kind: unknown kind '{}' (transformer, cnn)", a.kind));
   }
-  o.params = opt_count(a.params, "--params");
-  if (auto v = opt_int(a.layers, "--layers", 100000)) o.layers = static_cast<int>(*v);
-  if (auto v = opt_int(a.hidden, "--hidden", 1 << 24)) o.hidden = *v;
-  if (auto v = opt_int(a.heads, "--heads", 1 << 16)) o.heads = static_cast<int>(*v);
-  if (auto v = opt_int(a.kv_heads, "--kv-heads", 1 << 16)) o.kv_heads = static_cast<int>(*v);
-  if (auto v = opt_int(a.seq, "--seq", int64_t{1} << 30)) o.seq = *v;
-  if (auto v = opt_int(a.vocab, "--vocab", int64_t{1} << 30)) o.vocab = *v;
-  if (!a.flops_per_sample.empty()) {
-    std::string f = a.flops_per_sample;
-    for (const char* unit : {"FLOPs", "FLOP"})
-      if (f.size() > std::string(unit).size() && f.substr(f.size() - std::strlen(unit)) == unit) {
-        f.resize(f.size() - std::strlen(unit));
-        break;
-      }
-    o.forward_flops = parse_count(f, "--flops-per-sample");
-  }
-  if (!a.activation_bytes.empty()) {
-    const int64_t b = parse_size(a.activation_bytes);
-    if (b <= 0)
-      throw UsageError(fmt::format("--activation-bytes: '{}' is not a positive size (e.g. 45MB)",
-                                   a.activation_bytes));
-    o.activation_bytes = static_cast<double>(b);
-  }
+  o.params = number(a.params, "--params", model_count_rules().eg("7B, 6.74B"));
+  if (auto v = whole(a.layers, "--layers", whole_count(100000, "32, 80")))
+    o.layers = static_cast<int>(*v);
+  if (auto v = whole(a.hidden, "--hidden", whole_count(1 << 24, "4096, 8192"))) o.hidden = *v;
+  if (auto v = whole(a.heads, "--heads", whole_count(1 << 16, "32, 64")))
+    o.heads = static_cast<int>(*v);
+  if (auto v = whole(a.kv_heads, "--kv-heads", whole_count(1 << 16, "8")))
+    o.kv_heads = static_cast<int>(*v);
+  o.seq = whole(a.seq, "--seq", whole_count(1 << 30, "2048, 4096"));
+  o.vocab = whole(a.vocab, "--vocab", whole_count(1 << 30, "32000, 50257"));
+  o.forward_flops = number(a.flops_per_sample, "--flops-per-sample",
+                           model_count_rules().unit("FLOP").eg("8.2G, 8.2GFLOP"));
+  o.activation_bytes =
+      number(a.activation_bytes, "--activation-bytes", NumberRules::bytes().whole().eg("45MB"));
   r.model = resolve_model(a.model, o);
 
-  r.tokens = opt_count(a.tokens, "--tokens");
-  r.samples = opt_count(a.samples, "--samples");
+  r.tokens = number(a.tokens, "--tokens", model_count_rules().eg("2T, 300B"));
+  r.samples = number(a.samples, "--samples", model_count_rules().eg("115M"));
   if (train) {
     r.train.precision = parse_precision(a.precision, true);
     r.train.optimizer = parse_optimizer(a.optimizer);
@@ -131,32 +116,32 @@ Request build_request(const AdviseArgs& a) {
     r.infer.precision = parse_precision(a.precision, false);
     r.infer.kv_precision =
         a.kv_precision.empty() ? Precision::kBf16 : parse_precision(a.kv_precision, false);
-    r.infer.batch = opt_int(a.batch, "--batch", int64_t{1} << 24).value_or(1);
-    r.context = opt_int(a.context, "--context", int64_t{1} << 30);
+    r.infer.batch = whole(a.batch, "--batch", whole_count(1 << 24, "1, 16")).value_or(1);
   }
-  if (!train && (!a.micro_batch.empty() || !a.global_batch.empty()))
+  // In both modes, so that the advisor refuses a --context given for training.
+  r.context = whole(a.context, "--context", whole_count(1 << 30, "4k, 128k"));
+  if (!train && (a.micro_batch || a.global_batch))
     throw UsageError("--micro-batch/--global-batch apply to training; inference takes --batch");
-  if (train && (!a.batch.empty() || !a.kv_precision.empty()))
+  if (train && (a.batch || !a.kv_precision.empty()))
     throw UsageError("--batch/--kv-precision apply to inference (advise infer)");
-  r.micro_batch = opt_int(a.micro_batch, "--micro-batch", int64_t{1} << 24);
-  r.global_batch = opt_int(a.global_batch, "--global-batch", int64_t{1} << 40);
-  if (!a.mfu.empty()) r.mfu = fraction(a.mfu, "--mfu", false);
-  if (!a.bw_util.empty()) r.assumptions.bw_util = fraction(a.bw_util, "--bw-util", false);
-  if (!a.network.empty()) r.assumptions.network_bandwidth = bandwidth(a.network, "--network");
+  r.micro_batch = whole(a.micro_batch, "--micro-batch", whole_count(1 << 24, "1, 256"));
+  r.global_batch = whole(a.global_batch, "--global-batch",
+                         whole_count(static_cast<double>(int64_t{1} << 40), "1024, 16M"));
+  r.mfu = number(a.mfu, "--mfu", fraction("0.4"));
+  if (auto v = number(a.bw_util, "--bw-util", fraction("0.8"))) r.assumptions.bw_util = *v;
+  if (auto v = number(a.network, "--network", NumberRules::rate().eg("50GB/s")))
+    r.assumptions.network_bandwidth = *v;
   Overhead overhead;
-  if (!a.overhead.empty()) {
-    const int64_t b = parse_size(a.overhead);
-    if (b < 0)
-      throw UsageError(fmt::format("--overhead: '{}' is not a size (e.g. 2GB)", a.overhead));
-    overhead.fixed_bytes = static_cast<double>(b);
-  }
-  if (!a.fragmentation.empty())
-    overhead.fraction = fraction(a.fragmentation, "--fragmentation", true);
+  if (auto v = number(a.overhead, "--overhead", NumberRules::bytes().whole().or_zero().eg("2GB")))
+    overhead.fixed_bytes = *v;
+  if (auto v = number(a.fragmentation, "--fragmentation", fraction("0.1").or_zero()))
+    overhead.fraction = *v;
   r.train.overhead = overhead;
   r.infer.overhead = overhead;
-  if (auto v = opt_int(a.gpus, "--gpus", r.max_gpus)) r.gpus = static_cast<int>(*v);
-  if (auto v = opt_int(a.tp, "--tp", 64)) r.tp = static_cast<int>(*v);
-  if (!a.max_days.empty()) r.max_days = parse_positive_number(a.max_days, "--max-days");
+  if (auto v = whole(a.gpus, "--gpus", whole_count(r.max_gpus, "8, 64")))
+    r.gpus = static_cast<int>(*v);
+  if (auto v = whole(a.tp, "--tp", whole_count(64, "1, 8"))) r.tp = static_cast<int>(*v);
+  r.max_days = number(a.max_days, "--max-days", NumberRules::plain().eg("30"));
   if (!a.rank.empty()) {
     if (a.rank == "cost")
       r.rank_by = RankBy::kCost;
@@ -255,8 +240,10 @@ void add_advise_command(CLI::App& app, CliContext& ctx) {
                 "Attention keeps no s×s scores (default); --no-flash-attention stores them");
   sub->add_option("--micro-batch", args->micro_batch,
                   "Sequences or samples per GPU per pass (default 1; CNN 256)");
-  sub->add_option("--global-batch", args->global_batch,
-                  "Sequences or samples per optimizer step (default 4M tokens; CNN 8192)");
+  sub->add_option(
+      "--global-batch", args->global_batch,
+      "Sequences (CNN: samples) per optimizer step, e.g. 1024 (default: 4M tokens' worth, "
+      "1024 sequences of 4096; CNN 8192)");
   sub->add_option("--mfu", args->mfu,
                   "Share of the datasheet peak delivered (default 0.40; CNN 0.20)");
   sub->add_option("--bw-util", args->bw_util,
@@ -281,12 +268,17 @@ void add_advise_command(CLI::App& app, CliContext& ctx) {
                   "throughput replace datasheet figures (repeatable)")
       ->allow_extra_args(false);
   sub->add_option("--catalogue", args->catalogue, "Catalogue file instead of the built-in one");
-  sub->add_option("--context", args->context,
-                  "Inference: tokens per sequence, prompt + output (default the model's)");
+  sub->add_option(
+      "--context", args->context,
+      "Inference: tokens per sequence, prompt + output, e.g. 4096 or 4k (= 4000; default "
+      "the model's)");
   sub->add_option("--batch", args->batch, "Inference: sequences served at once (default 1)");
   sub->add_option("--kv-precision", args->kv_precision, "Inference: KV cache values (bf16)");
   sub->add_flag("--explain", args->explain, "Show the arithmetic behind every figure");
   sub->footer(
+      "Numbers: counts take the decimal suffixes k, M, G, T, P (4k = 4000); parameters,\n"
+      "tokens, samples and FLOPs also B (7B = 7·10^9); byte sizes spell their unit (2GB =\n"
+      "2·10^9, 2GiB = 2^31 bytes); bandwidths are bytes per second (50GB/s).\n"
       "Examples:\n"
       "  gpuvs advise --model llama-2-7b --tokens 2T --max-days 30 --prices example\n"
       "  gpuvs advise --model 70B --tokens 2T --parallel zero3 --explain\n"

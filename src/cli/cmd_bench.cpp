@@ -1,12 +1,15 @@
 // `gpuvs bench [NAME...]`: micro-benchmarks by name or group, full measurement rules.
 #include <fmt/format.h>
 
+#include <limits>
 #include <optional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/units.h"
 #include "suite/produces.h"
 
 #if GPUVS_HAVE_CUDA
@@ -28,10 +31,21 @@ struct BenchArgs {
   // collectives
   std::string ops, sizes, graph, algos, protos, rendezvous, nccl_tests, buffers;
   double timeout_s = 60;
-  std::optional<int> rank, ranks;
+  std::optional<std::string> rank, ranks;
 };
 
-#if GPUVS_HAVE_CUDA
+// A rank or a number of ranks: a whole number, read as every count is (core/units).
+std::optional<int> rank_number(const std::optional<std::string>& text, const char* option,
+                               bool zero_ok) {
+  if (!text) return std::nullopt;
+  NumberRules rules =
+      NumberRules::count().whole().at_most(std::numeric_limits<int>::max()).eg("0, 1, 8");
+  if (zero_ok) rules = rules.or_zero();
+  return static_cast<int>(option_number(option, *text, rules).integer);
+}
+
+// Read on every build, before anything touches a GPU: a malformed value is a usage
+// error (exit 2), also where the build has no CUDA.
 comm::CollectiveOptions collective_options(const BenchArgs& a) {
   comm::CollectiveOptions o;
   if (!a.ops.empty()) o.ops = comm::parse_ops(a.ops);
@@ -43,12 +57,11 @@ comm::CollectiveOptions collective_options(const BenchArgs& a) {
   o.timeout_s = a.timeout_s;
   o.nccl_tests_dir = a.nccl_tests;
   o.nccl_mem_alloc = a.buffers == "ncclMemAlloc";
-  o.launch.rank = a.rank;
-  o.launch.ranks = a.ranks;
+  o.launch.rank = rank_number(a.rank, "--rank", true);
+  o.launch.ranks = rank_number(a.ranks, "--ranks", false);
   o.launch.rendezvous = a.rendezvous;
   return o;
 }
-#endif
 
 // The table of benchmarks (suite/produces.h) and what each writes; a build without
 // CUDA lists them too, so a reader of run files can look an id up anywhere.
@@ -117,7 +130,9 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
                   "Collectives to measure: all_reduce,all_gather,broadcast,reduce_scatter,reduce,"
                   "alltoall,sendrecv (default: all)")
       ->group(coll);
-  sub->add_option("--sizes", args->sizes, "Message sizes MIN:MAX[:FACTOR], e.g. 8:4G:2 (default)")
+  sub->add_option("--sizes", args->sizes,
+                  "Message sizes MIN:MAX[:FACTOR], e.g. 8:4G:2 (default); K, M, G, T are KiB, "
+                  "MiB, GiB, TiB as in nccl-tests, KB, MB, GB decimal")
       ->group(coll);
   sub->add_option("--graph", args->graph,
                   "Also measure as CUDA graphs: auto (up to 1 MiB, default), off, on")
@@ -136,10 +151,8 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
                   "Ranks without MPI meet through file:PATH (a path every rank sees)")
       ->group(coll);
   sub->add_option("--rank", args->rank, "This process's rank (with --ranks; no launcher)")
-      ->check(CLI::NonNegativeNumber)
       ->group(coll);
   sub->add_option("--ranks", args->ranks, "Number of ranks (with --rank; no launcher)")
-      ->check(CLI::PositiveNumber)
       ->group(coll);
   sub->add_option("--buffers", args->buffers,
                   "Send/receive buffers from cudaMalloc (default) or ncclMemAlloc (as nccl-tests)")
@@ -154,6 +167,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
       ctx.exit_code = ExitCode::kOk;
       return;
     }
+    comm::CollectiveOptions collectives = collective_options(*args);
 #if GPUVS_HAVE_CUDA
     SessionOptions options;
     options.command = "bench";
@@ -163,12 +177,12 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
     options.measure = args->quick ? quick_options() : MeasureOptions{};
     if (args->time_cap_s > 0) options.measure.time_cap_s = args->time_cap_s;
     if (args->target_noise > 0) options.measure.target_noise = args->target_noise;
-    options.collectives = collective_options(*args);
+    options.collectives = std::move(collectives);
     options.monitor_interval_ms = args->monitor_interval_ms;
     ctx.exit_code = run_session(ctx.global, options);
 #else
     (void)ctx;
-    (void)args;
+    (void)collectives;
     throw_built_without_cuda("bench");
 #endif
   });

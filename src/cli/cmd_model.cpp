@@ -11,6 +11,7 @@
 
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/units.h"
 #include "models/run_options.h"
 
 #if GPUVS_HAVE_CUDA
@@ -28,13 +29,13 @@ struct ModelArgs {
   std::string mode = "train";
   std::string precision = "bf16";
   std::string batch = "256";
-  int accumulate = 1;
+  std::optional<std::string> accumulate;
   std::string graph = "on";
   bool deterministic = false;
   std::optional<std::string> attention;
   std::optional<double> headroom;
-  std::optional<int> seq;
-  std::optional<int> steps;
+  std::optional<std::string> seq;
+  std::optional<std::string> steps;
   std::optional<double> time_cap_s;
   bool profile = false;
   bool quick = false;
@@ -47,6 +48,17 @@ std::string joined(const std::array<std::string_view, N>& names) {
   for (std::string_view n : names)
     out += (out.empty() ? "" : ", ") + std::string(n);
   return out;
+}
+
+// A count given to an option: a whole number read as every count is (core/units: 1k =
+// 1000), 0 allowed here so that the caller says what the least is.
+std::optional<int64_t> count(const std::optional<std::string>& text, const char* option,
+                             int64_t max, std::string_view examples) {
+  if (!text) return std::nullopt;
+  return option_number(
+             option, *text,
+             NumberRules::count().whole().or_zero().at_most(static_cast<double>(max)).eg(examples))
+      .integer;
 }
 
 // The checks that need no GPU: every one throws UsageError (exit 2) naming the flag.
@@ -68,22 +80,15 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   if (a.batch == "max") {
     run.batch_max = true;
   } else {
-    size_t used = 0;
-    long v = 0;
-    try {
-      v = std::stol(a.batch, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != a.batch.size() || v < 1 || v > (1L << 24))
-      throw UsageError(
-          fmt::format("--batch: '{}' is not a batch size (a positive integer) or max", a.batch));
-    c.batch = static_cast<int>(v);
+    const NumberRules batch = NumberRules::count().whole().at_most(1 << 24).eg("256, 1k, or max");
+    c.batch = static_cast<int>(option_number("--batch", a.batch, batch).integer);
   }
-  if (a.accumulate < 1) throw UsageError("--accumulate: must be 1 or more");
-  if (a.accumulate > 1 && c.mode != models::Mode::kTrain)
+  const int accumulate =
+      static_cast<int>(count(a.accumulate, "--accumulate", 1 << 20, "4").value_or(1));
+  if (accumulate < 1) throw UsageError("--accumulate: must be 1 or more");
+  if (accumulate > 1 && c.mode != models::Mode::kTrain)
     throw UsageError("--accumulate: gradient accumulation is for --mode train only");
-  c.accumulate = a.accumulate;
+  c.accumulate = accumulate;
   if (a.graph != "on" && a.graph != "off")
     throw UsageError(fmt::format("--graph: '{}' is not on or off", a.graph));
   c.graph = a.graph == "on";
@@ -101,14 +106,16 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
       throw UsageError(fmt::format("--headroom: {} is not a fraction in [0, 0.9]", *a.headroom));
     run.headroom = *a.headroom;
   }
-  if (a.seq) {
+  if (const auto seq = count(a.seq, "--seq", 1 << 20, "128, 512")) {
     if (c.model != "bert-large") throw UsageError("--seq: only for bert-large");
-    if (*a.seq != 128 && *a.seq != 512)
-      throw UsageError(fmt::format("--seq: {} is not 128 or 512", *a.seq));
-    c.seq = *a.seq;
+    if (*seq != 128 && *seq != 512)
+      throw UsageError(fmt::format("--seq: {} is not 128 or 512", *seq));
+    c.seq = static_cast<int>(*seq);
   }
-  if (a.steps && *a.steps < 1) throw UsageError("--steps: must be 1 or more");
-  run.steps = a.steps;
+  if (const auto steps = count(a.steps, "--steps", 1 << 30, "20, 1k")) {
+    if (*steps < 1) throw UsageError("--steps: must be 1 or more");
+    run.steps = static_cast<int>(*steps);
+  }
   if (a.time_cap_s && !(*a.time_cap_s > 0)) throw UsageError("--time-cap: must be positive");
   run.profile = a.profile;
   return run;
@@ -165,6 +172,7 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
     options.benchmarks = select_benchmarks(names);
     ctx.exit_code = run_session(ctx.global, options);
 #else
+    (void)ctx;
     throw_built_without_cuda("model");
 #endif
   });

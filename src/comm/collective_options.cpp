@@ -5,11 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 
 #include "core/error.h"
-#include "core/units.h"
 
 namespace gpuvs::comm {
 
@@ -59,41 +57,41 @@ std::span<const std::string_view> nccl_protos() {
   return kProtos;
 }
 
+NumberRules message_size_rules() {
+  return NumberRules::bytes().whole().bare_binary().at_most(static_cast<double>(int64_t{1} << 62));
+}
+
 std::optional<int64_t> parse_size(std::string_view text) {
-  // nccl-tests' spelling (-e 4G: K, M, G are binary) on top of the house's parser
-  // (core/units: "4GiB", "512MiB", "2GB", "4096").
-  std::string t(text);
-  if (!t.empty() && std::string_view("kKmMgG").find(t.back()) != std::string_view::npos) {
-    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
-    t.back() = unit;
-    t += "iB";
-  }
-  const int64_t v = gpuvs::parse_size(t);
-  if (v <= 0) return std::nullopt;
-  return v;
+  const ParsedNumber n = parse_number(text, message_size_rules());
+  if (!n.ok()) return std::nullopt;
+  return n.integer;
 }
 
 void parse_size_range(std::string_view text, CollectiveOptions& options) {
   const auto parts = split(text, ':');
   const auto bad = [&](std::string_view why) {
-    return UsageError(
-        fmt::format("--sizes '{}': {} (expected MIN:MAX[:FACTOR], e.g. 8:4G:2)", text, why));
+    return UsageError(fmt::format("--sizes {}: {} (expected MIN:MAX[:FACTOR], e.g. 8:4G:2)",
+                                  shown_text(text), why));
   };
   if (parts.size() < 2 || parts.size() > 3) throw bad("wrong number of fields");
-  const auto lo = parse_size(parts[0]);
-  const auto hi = parse_size(parts[1]);
-  if (!lo || !hi) throw bad("a size is not a positive number of bytes");
-  if (*lo > *hi) throw bad("MIN is larger than MAX");
+  int64_t bounds[2] = {0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    const ParsedNumber n = parse_number(parts[i], message_size_rules());
+    if (!n.ok())
+      throw bad(fmt::format("{} {} is not a positive number of bytes: {}", i == 0 ? "MIN" : "MAX",
+                            shown_text(parts[i]), n.error));
+    bounds[i] = n.integer;
+  }
+  if (bounds[0] > bounds[1]) throw bad("MIN is larger than MAX");
   double factor = 2;
   if (parts.size() == 3) {
-    const std::string f(parts[2]);
-    char* end = nullptr;
-    factor = std::strtod(f.c_str(), &end);
-    if (f.empty() || end != f.c_str() + f.size() || !(factor > 1) || !std::isfinite(factor))
-      throw bad("FACTOR must be a number above 1");
+    const ParsedNumber f = parse_number(parts[2], NumberRules::plain());
+    if (!f.ok()) throw bad(fmt::format("FACTOR must be a number above 1: {}", f.error));
+    if (!(f.value > 1)) throw bad("FACTOR must be a number above 1");
+    factor = f.value;
   }
-  options.min_bytes = *lo;
-  options.max_bytes = *hi;
+  options.min_bytes = bounds[0];
+  options.max_bytes = bounds[1];
   options.factor = factor;
   options.sizes.clear();
   options.sizes_given = true;
@@ -150,8 +148,9 @@ GraphMode parse_graph_mode(std::string_view text) {
 std::vector<int64_t> collective_sizes(const CollectiveOptions& options) {
   std::vector<int64_t> out = options.sizes;
   if (out.empty()) {
+    // Compared as doubles: a large FACTOR must end the sweep, not overflow llround.
     double s = static_cast<double>(options.min_bytes);
-    while (std::llround(s) <= options.max_bytes) {
+    while (s <= static_cast<double>(options.max_bytes) && std::llround(s) <= options.max_bytes) {
       const int64_t v = std::llround(s);
       if (out.empty() || out.back() != v) out.push_back(v);
       s *= options.factor;

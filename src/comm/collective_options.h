@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/launch.h"
+#include "core/units.h"
 
 namespace gpuvs::comm {
 
@@ -42,10 +43,15 @@ struct CollectiveOptions {
 
 inline constexpr int64_t kGraphAutoMaxBytes = int64_t{1} << 20;
 
-// "8", "64K", "4G" (nccl-tests' K, M, G = KiB, MiB, GiB), or any size core/units'
-// parse_size takes ("64KiB", "2GB"); nullopt unless a positive whole number of bytes.
+// How a message size is typed: "8", "64K", "4G" (nccl-tests' K, M, G and also T, in
+// either case, are KiB, MiB, GiB, TiB; so are Ki, Mi, Gi, Ti), "64KiB", "16B", "2GB"
+// (spelled with B, decimal: 2·10^9), "1.5K" (1536); a positive whole number of bytes,
+// at most 2^62 (core/units' parse_number).
+NumberRules message_size_rules();
+// A message size under message_size_rules(); nullopt when the text is not one.
 std::optional<int64_t> parse_size(std::string_view text);
-// "MIN:MAX[:FACTOR]" into the options' range; UsageError when malformed.
+// "MIN:MAX[:FACTOR]" into the options' range; UsageError when malformed. FACTOR is a
+// plain number above 1.
 void parse_size_range(std::string_view text, CollectiveOptions& options);
 // "all_reduce,broadcast" (also "allreduce"); UsageError naming the known ops.
 std::vector<std::string> parse_ops(std::string_view text);

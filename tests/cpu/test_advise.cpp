@@ -362,19 +362,30 @@ TEST(AdviseOutput, JsonHasTheSchemaAndEveryCandidate) {
 
 // --- bad input ------------------------------------------------------------------------
 
+double count(const std::string& text, const char* option) {
+  return option_number(option, text, model_count_rules()).value;
+}
+
 TEST(AdviseInput, CountsAndModels) {
-  EXPECT_EQ(parse_count("70B", "x"), 70e9);
-  EXPECT_EQ(parse_count("25.6M", "x"), 25.6e6);
-  EXPECT_EQ(parse_count("2T", "x"), 2e12);
-  EXPECT_EQ(parse_count("1.5e9", "x"), 1.5e9);
+  EXPECT_EQ(count("70B", "x"), 70e9);
+  EXPECT_EQ(count("25.6M", "x"), 25.6e6);
+  EXPECT_EQ(count("2T", "x"), 2e12);
+  EXPECT_EQ(count("1.5e9", "x"), 1.5e9);
+  EXPECT_EQ(count("2G", "x"), 2e9);
+  EXPECT_EQ(count("4k", "x"), 4e3);
+  EXPECT_EQ(resolve_model("70B", {}).params, 70e9);
+  EXPECT_EQ(resolve_model("6.74B", {}).params, 6.74e9);
   for (const char* bad : {"-7B", "0", "7X", "", "abc", "inf", "nan", "7 GB"}) {
-    const std::string msg = usage_error([&] { parse_count(bad, "--model"); });
+    const std::string msg = usage_error([&] { count(bad, "--model"); });
     EXPECT_TRUE(one_line(msg)) << bad;
-    EXPECT_EQ(msg.rfind("--model: ", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("--model ", 0), 0u) << msg;  // the option, then the text
   }
-  EXPECT_NE(usage_error([] { parse_count("-7B", "--tokens"); }).find("positive"),
+  EXPECT_NE(usage_error([] { count("-7B", "--tokens"); }).find("positive"), std::string::npos);
+  EXPECT_NE(usage_error([] { count("7X", "--tokens"); }).find("unknown unit 'X'"),
             std::string::npos);
-  EXPECT_NE(usage_error([] { parse_count("7X", "--tokens"); }).find("unknown unit 'X'"),
+  EXPECT_NE(usage_error([] { resolve_model("7X", {}); }).find("--model 7X: unknown unit 'X'"),
+            std::string::npos);
+  EXPECT_NE(usage_error([] { resolve_model("-7B", {}); }).find("--model -7B: must be positive"),
             std::string::npos);
   EXPECT_NE(usage_error([] { resolve_model("llama-9-1b", {}); }).find("unknown model"),
             std::string::npos);
@@ -382,8 +393,9 @@ TEST(AdviseInput, CountsAndModels) {
   o.heads = 7;
   EXPECT_NE(usage_error([&] { resolve_model("7B", o); }).find("does not divide"),
             std::string::npos);
-  EXPECT_TRUE(one_line(usage_error([] { parse_positive_int("-3", "--gpus", 100); })));
-  EXPECT_TRUE(one_line(usage_error([] { parse_positive_int("1e3", "--gpus", 100); })));
+  const NumberRules gpus = NumberRules::count().whole().at_most(100);
+  EXPECT_TRUE(one_line(usage_error([&] { option_number("--gpus", "-3", gpus); })));
+  EXPECT_TRUE(one_line(usage_error([&] { option_number("--gpus", "1e3", gpus); })));
   EXPECT_TRUE(one_line(usage_error([] { parse_precision("fp64", true); })));
   EXPECT_TRUE(one_line(usage_error([] { parse_sharding("zero4"); })));
 }
@@ -448,7 +460,8 @@ TEST(AdvisePrices, MalformedFilesAreOneLineNamingTheLine) {
       {"gpu,gpu,price_per_gpu_hour,currency\n", "appears twice"},
   };
   for (const auto& [text, expect] : cases) {
-    const std::string msg = usage_error([&] { Prices::parse(text, "p.csv", cat()); });
+    const std::string& csv = text;  // a lambda may not capture a structured binding (clang 14)
+    const std::string msg = usage_error([&] { Prices::parse(csv, "p.csv", cat()); });
     EXPECT_TRUE(one_line(msg)) << msg;
     EXPECT_EQ(msg.rfind("p.csv", 0), 0u) << msg;
     EXPECT_NE(msg.find(expect), std::string::npos) << "'" << text << "' gave: " << msg;

@@ -118,6 +118,48 @@ TEST(Cli, CollectiveOptionMistakesAreUsageErrors) {
   }
 }
 
+// The numbers of `bench collectives` (--sizes, --rank, --ranks) are read before the
+// build's CUDA or a GPU is asked for: a bad one is exit 2 in one line on every build.
+TEST(Cli, CollectiveNumbersAreUsageErrorsOnEveryBuild) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--sizes 8:4kk", "--sizes 8:4kk: MAX 4kk is not a positive number of bytes: unknown unit"},
+      {"--sizes 8:4gb",
+       "--sizes 8:4gb: MAX 4gb is not a positive number of bytes: unknown unit "
+       "'gb' (did you mean GB?)"},
+      {"--sizes 0:4G", "--sizes 0:4G: MIN 0 is not a positive number of bytes: must be positive"},
+      {"--sizes -8:4G", "--sizes -8:4G: MIN -8 is not a positive number of bytes"},
+      {"--sizes 8:1.5", "--sizes 8:1.5: MAX 1.5 is not a positive number of bytes: not a whole"},
+      {"--sizes 8:inf", "--sizes 8:inf: MAX inf is not a positive number of bytes: not a finite"},
+      {"--sizes 8:1e30", "--sizes 8:1e30: MAX 1e30 is not a positive number of bytes: too large"},
+      {"--sizes :4G", "--sizes :4G: MIN '' is not a positive number of bytes: empty"},
+      {"--sizes 8:4G:0.5", "--sizes 8:4G:0.5: FACTOR must be a number above 1"},
+      {"--sizes 8:4G:2x", "--sizes 8:4G:2x: FACTOR must be a number above 1: unknown unit 'x'"},
+      {"--sizes 8", "--sizes 8: wrong number of fields"},
+      {"--sizes 1G:8", "--sizes 1G:8: MIN is larger than MAX"},
+      {"--rank -1 --ranks 2", "--rank -1: must not be negative"},
+      {"--rank 1.5 --ranks 2", "--rank 1.5: not a whole number"},
+      {"--rank 0 --ranks 0", "--ranks 0: must be positive"},
+      {"--rank 0 --ranks 4kk", "--ranks 4kk: unknown unit 'kk'"},
+      {"--rank 0 --ranks ''", "--ranks '': empty"},
+      {"--rank 0 --ranks 0x2", "--ranks 0x2: unknown unit 'x2'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome o = run_gpuvs("--out " + out_dir() + " bench collectives " + args);
+    EXPECT_EQ(o.code, 2) << args << ": " << o.err;
+    EXPECT_EQ(o.err.rfind(std::string("gpuvs: ") + expected, 0), 0u) << args << ": " << o.err;
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+    EXPECT_TRUE(o.out.empty()) << args;
+  }
+  // Good forms get past the options: without a GPU, to the one line saying so.
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the good forms would measure";
+  for (const char* args : {"--sizes 8:4G:2", "--sizes 1K:1m:4", "--sizes 64KiB:2GB",
+                           "--sizes 8:4G:1.5", "--sizes 1Ki:1Ti"}) {
+    const Outcome o = run_gpuvs("--out " + out_dir() + " bench collectives " + args);
+    EXPECT_EQ(o.code, 3) << args << ": " << o.err;
+    expect_one_clear_line(o, args);
+  }
+}
+
 // Several ranks and no way to meet (no MPI launcher, no NCCL_COMM_ID, no rendezvous):
 // say how to meet.
 TEST(Cli, RanksWithoutAWayToMeetAreToldHow) {

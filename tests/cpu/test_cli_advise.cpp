@@ -127,8 +127,8 @@ TEST(CliAdvise, BadInputIsOneLineAndExit2) {
       {"advise --model 0", "must be positive"},
       {"advise --model 7X", "unknown unit 'X'"},
       {"advise --model llama-9", "unknown model"},
-      {"advise --model 7B --tokens 0", "--tokens: must be positive"},
-      {"advise --model 7B --gpus=-1", "--gpus: must be positive"},
+      {"advise --model 7B --tokens 0", "--tokens 0: must be positive"},
+      {"advise --model 7B --gpus=-1", "--gpus -1: must be positive"},
       {"advise --model 7B --candidates H300", "unknown GPU"},
       {"advise --model 7B --mfu 1.5", "at most 1"},
       {"advise --model 7B --precision fp64", "unknown precision"},
@@ -147,6 +147,189 @@ TEST(CliAdvise, BadInputIsOneLineAndExit2) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
   }
   std::filesystem::remove(bad_prices);
+}
+
+nlohmann::json advise_json(const std::string& args) {
+  const AdviseRun r = gpuvs_advise("--json advise " + args);
+  EXPECT_EQ(r.code, 0) << args << ": " << r.err;
+  if (r.code != 0) return nlohmann::json::object();
+  return nlohmann::json::parse(r.out);
+}
+
+bool workload_says(const nlohmann::json& j, const std::string& part) {
+  for (const auto& line : j["workload"])
+    if (has(line.get<std::string>(), part)) return true;
+  return false;
+}
+
+// --context is a count of tokens: 4k is 4000 (decimal, as every count), not 4096.
+TEST(CliAdvise, ContextTakesSuffixes) {
+  EXPECT_EQ(
+      advise_json("infer --model llama-2-70b --candidates H200 --context 4k")["request"]["context"],
+      4000);
+  EXPECT_EQ(advise_json(
+                "infer --model llama-2-70b --candidates H200 --context 128k")["request"]["context"],
+            128000);
+  EXPECT_EQ(advise_json(
+                "infer --model llama-2-70b --candidates H200 --context 4096")["request"]["context"],
+            4096);
+  const AdviseRun text = gpuvs_advise("advise infer --model llama-2-70b --context 4k --batch 2");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_TRUE(has(text.out, "batch 2 × context 4000")) << text.out;
+  // Training has no context: said, not ignored.
+  const AdviseRun train = gpuvs_advise("advise --model 7B --context 4k");
+  EXPECT_EQ(train.code, 2) << train.err;
+  EXPECT_TRUE(has(train.err, "--context applies to inference")) << train.err;
+}
+
+// --global-batch counts sequences (samples for a CNN), as docs/advise.md says: 16M
+// is sixteen million sequences of the model's 4096 tokens, not 16M tokens.
+TEST(CliAdvise, GlobalBatchIsACountOfSequences) {
+  const nlohmann::json j =
+      advise_json("--model llama-2-7b --tokens 2T --candidates H200 --global-batch 16M");
+  EXPECT_EQ(j["request"]["global_batch"], 16000000);
+  EXPECT_TRUE(workload_says(j, "global batch: 16000000 sequences × 4096 tokens = 65.5B tokens"))
+      << j["workload"];
+  EXPECT_EQ(
+      advise_json(
+          "--model llama-2-7b --candidates H200 --global-batch 1k")["request"]["global_batch"],
+      1000);
+  EXPECT_EQ(advise_json("--model llama-2-7b --candidates H200 --global-batch 1024 "
+                        "--micro-batch 2")["request"]["micro_batch"],
+            2);
+  EXPECT_EQ(advise_json(
+                "--model resnet50 --candidates H200 --global-batch 8k")["request"]["global_batch"],
+            8000);
+}
+
+// The forms that worked before the one parser keep their meaning.
+TEST(CliAdvise, EveryNumberFormKeepsItsMeaning) {
+  nlohmann::json j = advise_json("--model 70B --tokens 2T --candidates H200");
+  EXPECT_EQ(j["model"]["params"], 70e9);
+  EXPECT_EQ(j["request"]["tokens"], 2e12);
+  EXPECT_EQ(advise_json("--model 7B --tokens 1.5T --candidates H200")["request"]["tokens"], 1.5e12);
+  EXPECT_EQ(advise_json("--model 7B --tokens 300B --candidates H200")["request"]["tokens"], 300e9);
+  EXPECT_EQ(advise_json("--model 7B --tokens 1.5e11 --candidates H200")["request"]["tokens"],
+            1.5e11);
+  EXPECT_EQ(advise_json("--model 25.6M --candidates H200")["model"]["params"], 25.6e6);
+  EXPECT_EQ(advise_json("--model llama-2-7b --params 6.74B --candidates H200")["model"]["params"],
+            6.74e9);
+  j = advise_json(
+      "--model 7B --candidates H200 --network 25GB/s --overhead 2GiB --fragmentation 0 "
+      "--mfu 0.5 --gpus 16 --tp 2 --max-days 1.5 --micro-batch 2 --global-batch 2048");
+  EXPECT_EQ(j["assumptions"]["network_bandwidth"], 25e9);
+  EXPECT_EQ(j["assumptions"]["overhead_fixed_bytes"], 2147483648.0);
+  EXPECT_EQ(j["assumptions"]["overhead_fraction"], 0);
+  EXPECT_EQ(j["assumptions"]["mfu"], 0.5);
+  EXPECT_EQ(j["request"]["gpus"], 16);
+  EXPECT_EQ(j["request"]["tp"], 2);
+  EXPECT_EQ(j["request"]["max_days"], 1.5);
+  EXPECT_EQ(j["request"]["micro_batch"], 2);
+  EXPECT_EQ(j["request"]["global_batch"], 2048);
+  EXPECT_EQ(
+      advise_json(
+          "--model 7B --candidates H200 --overhead 2GB")["assumptions"]["overhead_fixed_bytes"],
+      2e9);
+  j = advise_json(
+      "--model 7B --candidates H200 --layers 32 --hidden 4096 --heads 32 --kv-heads 8 "
+      "--seq 2048 --vocab 32k");
+  EXPECT_EQ(j["model"]["layers"], 32);
+  EXPECT_EQ(j["model"]["hidden"], 4096);
+  EXPECT_EQ(j["model"]["kv_heads"], 8);
+  EXPECT_EQ(j["model"]["seq"], 2048);
+  EXPECT_EQ(j["model"]["vocab"], 32000);
+  j = advise_json(
+      "--model 25M --kind cnn --flops-per-sample 8.2GFLOP --activation-bytes 45MB --samples 115M "
+      "--candidates H200");
+  EXPECT_EQ(j["model"]["forward_flops_per_sample"], 8.2e9);
+  EXPECT_EQ(j["model"]["activation_bytes_per_sample"], 45e6);
+  EXPECT_EQ(j["request"]["samples"], 115e6);
+  j = advise_json(
+      "--model 25M --kind cnn --flops-per-sample 8.2G --activation-bytes 1.5MiB "
+      "--samples 1e6 --candidates H200");
+  EXPECT_EQ(j["model"]["forward_flops_per_sample"], 8.2e9);
+  EXPECT_EQ(j["model"]["activation_bytes_per_sample"], 1572864.0);
+  j = advise_json("infer --model llama-2-70b --candidates H200 --batch 16 --bw-util 0.9");
+  EXPECT_EQ(j["request"]["batch"], 16);
+  EXPECT_EQ(j["assumptions"]["bandwidth_utilization"], 0.9);
+}
+
+// Every option that takes a number refuses a bad one the same way: one line naming
+// the option and the text, exit 2, nothing on stdout.
+TEST(CliAdvise, EveryNumberOptionRefusesBadFormsInOneLine) {
+  struct NumberOption {
+    const char* before;  // the command up to the option
+    const char* option;
+    bool whole;        // a fraction is refused
+    bool zero_ok;      // 0 is allowed, so -1 "must not be negative"
+    const char* unit;  // appended to the numbers that should get past the unit
+  };
+  const NumberOption options[] = {
+      {"advise --model 7B", "--params", false, false, ""},
+      {"advise --model 7B", "--layers", true, false, ""},
+      {"advise --model 7B", "--hidden", true, false, ""},
+      {"advise --model 7B", "--heads", true, false, ""},
+      {"advise --model 7B", "--kv-heads", true, false, ""},
+      {"advise --model 7B", "--seq", true, false, ""},
+      {"advise --model 7B", "--vocab", true, false, ""},
+      {"advise --model 25M --kind cnn", "--flops-per-sample", false, false, ""},
+      {"advise --model 25M --kind cnn", "--activation-bytes", true, false, ""},
+      {"advise --model 7B", "--tokens", false, false, ""},
+      {"advise --model resnet50", "--samples", false, false, ""},
+      {"advise --model 7B", "--micro-batch", true, false, ""},
+      {"advise --model 7B", "--global-batch", true, false, ""},
+      {"advise --model 7B", "--mfu", false, false, ""},
+      {"advise infer --model 7B", "--bw-util", false, false, ""},
+      {"advise --model 7B", "--network", false, false, "GB/s"},
+      {"advise --model 7B", "--overhead", true, true, ""},
+      {"advise --model 7B", "--fragmentation", false, true, ""},
+      {"advise --model 7B", "--gpus", true, false, ""},
+      {"advise --model 7B", "--tp", true, false, ""},
+      {"advise --model 7B", "--max-days", false, false, ""},
+      {"advise infer --model 7B", "--context", true, false, ""},
+      {"advise infer --model 7B", "--batch", true, false, ""},
+  };
+  for (const NumberOption& o : options) {
+    const std::string unit = o.unit;
+    std::vector<std::pair<std::string, std::string>> bad = {
+        {"4kk", "4kk: unknown unit 'kk"},
+        {"''", "'': empty: give "},
+        {"-1" + unit, "-1" + unit + (o.zero_ok ? ": must not be negative" : ": must be positive")},
+        {"inf", "inf: not a finite number"},
+        {"nan", "nan: not a finite number"},
+        {"1e400" + unit, "1e400" + unit + ": too large: at most "},
+        {"0x10", "0x10: unknown unit 'x10"},
+    };
+    if (o.whole) bad.push_back({"1.5", "1.5: not a whole number"});
+    if (!o.zero_ok) bad.push_back({"0" + unit, "0" + unit + ": must be positive"});
+    for (const auto& [text, says] : bad) {
+      const std::string args = std::string(o.before) + " " + o.option + " " + text;
+      const AdviseRun r = gpuvs_advise(args);
+      EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+      EXPECT_TRUE(r.out.empty()) << args;
+      EXPECT_EQ(r.err.rfind(std::string("gpuvs: ") + o.option + " " + says, 0), 0u)
+          << args << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    }
+  }
+  // --model is a preset or a size; a size is read like --params.
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"7kk", "--model 7kk: unknown unit 'kk'"},
+           {"-7B", "--model -7B: must be positive"},
+           {"1e31", "--model 1e31: too large: at most 1e30"},
+           {"7b", "--model 7b: unknown unit 'b' (did you mean B?)"}}) {
+    const AdviseRun r = gpuvs_advise("advise --model " + text);
+    EXPECT_EQ(r.code, 2) << text << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("gpuvs: " + says, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // Bits are not bytes; a bare G is not a byte size.
+  const AdviseRun bits = gpuvs_advise("advise --model 7B --network 400Gb/s");
+  EXPECT_EQ(bits.code, 2);
+  EXPECT_TRUE(has(bits.err, "400 Gb/s = 50GB/s")) << bits.err;
+  const AdviseRun bare = gpuvs_advise("advise --model 7B --overhead 2G");
+  EXPECT_EQ(bare.code, 2);
+  EXPECT_TRUE(has(bare.err, "GB is 10^9 bytes, GiB 2^30")) << bare.err;
 }
 
 }  // namespace

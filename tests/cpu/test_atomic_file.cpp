@@ -368,8 +368,10 @@ TEST_F(AtomicFile, SigkillAtAnyMomentLeavesOneCompleteContent) {
 
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
-  // From "before the child wrote anything" to about three of its writes.
-  std::uniform_int_distribution<long> delay_us(0, std::max<long>(2000, 3 * long(write_us)));
+  // From "before the child wrote anything" to about three of its writes (at most
+  // 0.3 s, so that a slow disk keeps the test within seconds).
+  std::uniform_int_distribution<long> delay_us(0,
+                                               std::clamp<long>(3 * long(write_us), 2000, 300000));
   const std::regex temporary(R"(\.run\.json\.gpuvs-tmp\.[0-9]+\.[0-9a-f]{16})");
   int saw_a = 0, saw_b = 0, with_leftover = 0;
   for (int kill_no = 0; kill_no < 100; ++kill_no) {
@@ -430,7 +432,7 @@ TEST_F(AtomicFile, RacingThreadsLeaveOneCompleteContent) {
   std::string errors[2];
   const auto writer = [&](int i, const std::string& mine) {
     try {
-      for (int n = 0; n < 25; ++n)
+      for (int n = 0; n < 50; ++n)
         write_file_atomically(path, mine);
     } catch (const Error& e) {
       errors[i] = e.what();
@@ -467,7 +469,7 @@ TEST_F(AtomicFile, RacingProcessesLeaveOneCompleteContent) {
     ASSERT_GE(pids[i], 0);
     if (pids[i] == 0) {
       try {
-        for (int n = 0; n < 25; ++n)
+        for (int n = 0; n < 50; ++n)
           write_file_atomically(path, i == 0 ? a : b);
       } catch (...) {
         ::_exit(3);

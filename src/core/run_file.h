@@ -287,7 +287,8 @@ struct GpuTimeline {
   bool operator==(const GpuTimeline&) const = default;
 };
 
-// What the monitor recorded over the whole run (issue 9, docs/monitor.md).
+// What the monitor recorded over the whole run: utilization, power and clocks of the
+// measured GPUs (docs/monitor.md).
 struct Timeline {
   // "nvml+gpm" (NVML and GPM on every sampled GPU), "nvml" (NVML only on some or all:
   // no SM, tensor or DRAM activity there) or "none" (nothing sampled; notes say why).

@@ -8,12 +8,12 @@
 #include <cctype>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "core/atomic_file.h"
 #include "report/claims.h"
 #include "report/compare.h"
 #include "report/html.h"
@@ -74,12 +74,6 @@ TextFormat text_format(const std::string& f) {
   if (f == "csv") return TextFormat::kCsv;
   if (f == "json") return TextFormat::kJson;
   return TextFormat::kTerminal;
-}
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw Error(fmt::format("cannot write {}", path.string()));
 }
 
 void run_compare(const CompareArgs& args, CliContext& ctx) {
@@ -169,8 +163,10 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
         {"md", TextFormat::kMarkdown}, {"csv", TextFormat::kCsv}, {"json", TextFormat::kJson}};
     for (const auto& [ext, f] : kinds) {
       if (comparison)
-        write_file(dir / fmt::format("compare.{}", ext), render_comparison(*comparison, f));
-      if (judged) write_file(dir / fmt::format("claims.{}", ext), render_claims(*judged, f));
+        write_file_atomically(dir / fmt::format("compare.{}", ext),
+                              render_comparison(*comparison, f));
+      if (judged)
+        write_file_atomically(dir / fmt::format("claims.{}", ext), render_claims(*judged, f));
     }
     // The same comparison as an HTML report (charts per metric, the runs' sweeps and
     // utilization timelines, the claims).
@@ -180,7 +176,7 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
     for (const RunFile& r : runs)
       report.runs.push_back(&r);
     if (judged) report.claims = &*judged;
-    write_file(dir / "compare.html", render_html(report));
+    write_file_atomically(dir / "compare.html", render_html(report));
     if (!ctx.global.quiet)
       fmt::print(stderr, "gpuvs compare: wrote {}{} (.md, .csv, .json, compare.html) to {}\n",
                  comparison ? "compare" : "",

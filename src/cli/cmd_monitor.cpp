@@ -1,7 +1,10 @@
-// `gpuvs monitor [options] -- CMD ARGS...`: samples every GPU while CMD runs, then
-// prints a summary, writes the timeline and exits with CMD's exit code (issue 9,
-// docs/monitor.md). CMD owns stdout: gpuvs writes to stderr, except the summary JSON
-// that --json puts on stdout after CMD has finished.
+// `gpuvs monitor [options] -- CMD ARGS...`: samples every GPU while CMD runs (SM,
+// tensor and memory activity, power, clocks: how busy a job keeps the GPU), then
+// prints a summary, writes the timeline and exits with CMD's exit code
+// (docs/monitor.md). CMD owns stdout: gpuvs writes to stderr, except the summary JSON
+// that --json puts on stdout after CMD has finished. The timeline and the Prometheus
+// file are written with write_file_atomically (core/atomic_file.h): node_exporter's
+// textfile collector never reads half a file.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,12 +13,12 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/atomic_file.h"
 #include "monitor/child.h"
 #include "monitor/sampler.h"
 #include "monitor/summary.h"
@@ -75,31 +78,6 @@ fs::path timeline_path(const GlobalOptions& global, const MonitorArgs& args) {
           fmt::format("cannot create directory {}: {}", path.parent_path().string(), ec.message()));
   }
   return path;
-}
-
-// Writes next to `path`, then renames: a reader (node_exporter's textfile collector)
-// never sees half a file.
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) throw Error(fmt::format("cannot write {}", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(fmt::format("cannot replace {}", path.string()));
-  }
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.flush();
-  if (!f) throw Error(fmt::format("cannot write {}", path.string()));
 }
 
 std::string signal_name(int sig) {
@@ -164,7 +142,7 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
   options.interval = std::chrono::milliseconds(args.interval_ms);
   if (!prom_path.empty())
     options.on_round = [&](const std::vector<monitor::GpuSample>& round) {
-      write_atomically(prom_path, monitor::prometheus_text(round, run.names));
+      write_file_atomically(prom_path, monitor::prometheus_text(round, run.names));
     };
   monitor::Sampler sampler(*source, options);
 
@@ -193,8 +171,9 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
 
   const std::vector<monitor::GpuSummary> summaries = monitor::summarize(run.timeline, run.names);
   const nlohmann::ordered_json doc = timeline_document(args, run, summaries);
-  write_file(out_path, args.csv ? monitor::timeline_csv(run.timeline) : doc.dump(1) + "\n");
-  if (!prom_path.empty() && run.names.empty()) write_atomically(prom_path, "");
+  write_file_atomically(out_path,
+                        args.csv ? monitor::timeline_csv(run.timeline) : doc.dump(1) + "\n");
+  if (!prom_path.empty() && run.names.empty()) write_file_atomically(prom_path, "");
 
   if (global.json) {
     nlohmann::ordered_json out;

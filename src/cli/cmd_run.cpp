@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
+#include <system_error>
 
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/atomic_file.h"
 #include "core/embedded.h"
 #include "report/compare.h"
 #include "report/html.h"
@@ -25,13 +27,6 @@ namespace {
 
 constexpr std::string_view kReferenceRun = "data/reference/h200-sxm-run.json";
 constexpr std::string_view kReferenceBaseline = "A100-SXM4-80GB";
-
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw Error(fmt::format("cannot write {}", path.string()));
-}
 
 ExitCode show_reference(const GlobalOptions& global) {
   const std::optional<std::string_view> text = embedded_file(kReferenceRun);
@@ -56,7 +51,9 @@ ExitCode show_reference(const GlobalOptions& global) {
       "(bundled reference run) against the {} datasheet and published figures.",
       run.meta.tool_version, day, baseline.id);
   const std::filesystem::path dir = global.out_dir.empty() ? "gpuvs-results" : global.out_dir;
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
   const std::filesystem::path html = dir / "reference-report.html";
   HtmlReportInput report;
   report.title = fmt::format("gpuvs reference: {} vs {}", baseline.id,
@@ -64,7 +61,7 @@ ExitCode show_reference(const GlobalOptions& global) {
   report.comparison = &comparison;
   report.runs = {&run};
   report.note = note;
-  write_text_file(html, render_html(report));
+  write_file_atomically(html, render_html(report));
 
   if (global.json) {
     fmt::print("{}", render_comparison(comparison, TextFormat::kJson));

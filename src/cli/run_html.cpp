@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/embedded.h"
 #include "core/error.h"
 #include "report/html.h"
@@ -59,11 +59,7 @@ void RunReport::write_html(const std::filesystem::path& html) const {
   report.note =
       "Measured columns come from this run; the last column is the H200 reference "
       "bundled with gpuvs (also measured by gpuvs), for scale.";
-  const std::string text = render_html(report);
-  std::ofstream out(html, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw Error(fmt::format("cannot write {}", html.string()));
+  write_file_atomically(html, render_html(report));
 }
 
 }  // namespace gpuvs::cli

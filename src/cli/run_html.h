@@ -21,8 +21,9 @@ class RunReport {
   const Comparison& comparison() const { return comparison_; }
   // The headline for the terminal: each other column against GPU 0 of the run.
   std::string headline() const;
-  // `html` = the run file's path with the extension .html. Throws gpuvs::Error when
-  // the file cannot be written; the caller keeps the run file either way.
+  // `html` = the run file's path with the extension .html, written with
+  // write_file_atomically (core/atomic_file.h). Throws gpuvs::Error when the file
+  // cannot be written; the caller keeps the run file either way.
   void write_html(const std::filesystem::path& html) const;
 
  private:

@@ -10,12 +10,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
 
 #include "comm/mpi.h"
 #include "comm/nccl_comm.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/host.h"
 
@@ -51,22 +51,11 @@ std::string reachable_address() {
   return first.empty() ? host_name() : first;
 }
 
+// Two lines, the magic and the address; written atomically (core/atomic_file.h), so a
+// rank that polls for the file never reads half of it.
 void write_rendezvous(const std::filesystem::path& path, const ControlAddress& address) {
-  std::random_device rd;
-  const auto tmp = path.string() + fmt::format(".tmp.{}.{:x}", static_cast<long>(::getpid()), rd());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << kRendezvousMagic << "\n" << to_string(address) << "\n";
-    out.close();
-    if (!out) throw Error(fmt::format("cannot write the rendezvous file {}", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(
-        fmt::format("cannot write the rendezvous file {}: {}", path.string(), ec.message()));
-  }
+  write_file_atomically(path, fmt::format("{}\n{}\n", kRendezvousMagic, to_string(address)),
+                        "the rendezvous file");
 }
 
 std::optional<ControlAddress> read_rendezvous(const std::filesystem::path& path) {

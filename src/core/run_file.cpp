@@ -14,9 +14,9 @@
 // The message helpers of run_file_json.h live here too, next to the syntax and
 // schema messages that use them most.
 //
-// save_run_file writes "<path>.tmp.<pid>.<random>" next to `path`, fsyncs it and
-// renames it over `path`: readers see the old file or the new one, never a mix, and
-// a failure removes the temporary file and leaves `path` untouched.
+// save_run_file checks the text it is about to write by parsing it back, then writes
+// it through write_file_atomically (atomic_file.h): readers see the old file or the
+// new one, never a mix, and a failure leaves `path` untouched.
 #include "core/run_file.h"
 
 #include <fcntl.h>
@@ -24,14 +24,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
-#include <random>
 #include <system_error>
 #include <variant>
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/run_file_json.h"
 
@@ -367,28 +366,6 @@ std::string read_file(const std::filesystem::path& path, const std::string& name
   return text;
 }
 
-uint64_t random_u64() {
-  try {
-    std::random_device rd;
-    return (uint64_t(rd()) << 32) ^ rd();
-  } catch (const std::exception&) {
-    // No entropy source: the pid in the name and O_EXCL still keep writers apart.
-    return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  }
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(std::size_t(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string_view to_string(Status s) {
@@ -435,57 +412,16 @@ RunFile load_run_file(const std::filesystem::path& path) {
 }
 
 void save_run_file(const RunFile& run, const std::filesystem::path& path) {
-  const std::string shown = run_json::printable(path.string(), 4096);
-  const auto cannot_write = [&](const std::string& reason) {
-    throw Error(fmt::format("cannot write {}: {}", shown, reason));
-  };
   const std::string text = to_json_text(run);
   // Never write a file that gpuvs itself would refuse to read back (a NaN written as
   // null, a result id left empty): the caller learns now, with the field path.
   try {
     parse_run_file(text, path.filename().string());
   } catch (const Error& e) {
-    cannot_write(fmt::format("the run does not pass validation: {}", e.what()));
+    throw Error(fmt::format("cannot write {}: the run does not pass validation: {}",
+                            run_json::printable(path.string(), 4096), e.what()));
   }
-
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    const std::string shown_dir = run_json::printable(dir.string(), 4096);
-    cannot_write(std::filesystem::exists(dir, ec)
-                     ? fmt::format("{} is not a directory", shown_dir)
-                     : fmt::format("directory {} does not exist", shown_dir));
-  }
-  std::filesystem::path tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
-    tmp = path;
-    tmp += fmt::format(".tmp.{}.{:016x}", ::getpid(), random_u64());
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) cannot_write(errno_text(errno));
-
-  const auto fail_and_remove = [&](int err, std::string_view what) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    cannot_write(fmt::format("{}: {}", what, errno_text(err)));
-  };
-  if (!write_all(fd, text)) fail_and_remove(errno, "write");
-  if (::fsync(fd) != 0) fail_and_remove(errno, "fsync");
-  const int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) fail_and_remove(errno, "close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    cannot_write(errno_text(err));
-  }
-  // Make the rename itself durable; a failure here cannot undo it, so it is ignored.
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  write_file_atomically(path, text);
 }
 
 std::optional<int64_t> int_parameter(const Result& r, const std::string& key) {

@@ -287,7 +287,8 @@ struct GpuTimeline {
   bool operator==(const GpuTimeline&) const = default;
 };
 
-// What the monitor recorded over the whole run (docs/monitor.md).
+// What the monitor recorded over the whole run: utilization, power and clocks of the
+// measured GPUs (docs/monitor.md).
 struct Timeline {
   // "nvml+gpm" (NVML and GPM on every sampled GPU), "nvml" (NVML only on some or all:
   // no SM, tensor or DRAM activity there) or "none" (nothing sampled; notes say why).
@@ -322,8 +323,10 @@ RunFile parse_run_file(std::string_view text, std::string_view name);
 // Read a file and parse it; errors as parse_run_file, plus unreadable files.
 RunFile load_run_file(const std::filesystem::path& path);
 
-// Write atomically: a temporary file in the same directory, fsync, rename over
-// `path`. A crash leaves either the old file or the new one, never half of one.
+// Check that the run reads back (a run that would not, e.g. with a NaN, is refused
+// with the field named), then write it with write_file_atomically (atomic_file.h): a
+// crash leaves either the old file or the new one, never half of one. Throws
+// gpuvs::Error (exit code 1): "cannot write <path>: <reason>".
 void save_run_file(const RunFile& run, const std::filesystem::path& path);
 
 }  // namespace gpuvs

@@ -199,4 +199,27 @@ TEST(Cli, WithoutAGpuRunShowsTheBundledReferenceAgainstTheA100) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Cli, WithoutAGpuRunRefusesASymbolicLinkAsItsReport) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: gpuvs run measures it instead";
+  const std::filesystem::path dir = out_dir() + "_link";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto target = dir / "target.txt";
+  { std::ofstream(target) << "keep\n"; }
+  const auto html = dir / "reference-report.html";
+  std::filesystem::create_symlink(target, html);
+  const Outcome o = run_gpuvs("--out " + dir.string() + " run");
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.err.find("gpuvs: cannot write " + html.string() + ": it is a symbolic link"),
+            std::string::npos)
+      << o.err;
+  std::ifstream in(target);
+  std::stringstream kept;
+  kept << in.rdbuf();
+  EXPECT_TRUE(kept.str() == "keep\n")
+      << "the target now holds " << kept.str().size() << " bytes: " << kept.str().substr(0, 60);
+  EXPECT_TRUE(std::filesystem::is_symlink(html));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

@@ -230,4 +230,38 @@ TEST(CliCompare, OutWritesEveryFormat) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliCompare, OutRefusesASymbolicLinkAndLeavesItsTarget) {
+  // `ln -s TARGET DIR/compare.html; gpuvs compare RUN --out DIR`: gpuvs must not
+  // write through the link (into a file the user may not have meant to give it).
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuvs_cli_compare_link_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path target = dir / "target.txt";
+  { std::ofstream(target, std::ios::binary) << "not a report\n"; }
+  const fs::path link = dir / "out" / "compare.html";
+  fs::create_directories(link.parent_path());
+  fs::create_symlink(target, link);
+  const Outcome o = run_gpuvs("compare " + kRun + " --out " + (dir / "out").string());
+  EXPECT_EQ(o.code, 1) << o.err;
+  ASSERT_FALSE(o.err.empty());
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+  EXPECT_EQ(o.err, "gpuvs: cannot write " + link.string() +
+                       ": it is a symbolic link (gpuvs does not write through links; remove it "
+                       "or write elsewhere)\n");
+  std::ifstream in(target, std::ios::binary);
+  const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(kept == "not a report\n")
+      << "the target now holds " << kept.size() << " bytes: " << kept.substr(0, 60);
+  EXPECT_TRUE(fs::is_symlink(link));
+  // No temporary file is left beside it; the other formats were written whole.
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir / "out"))
+    names.insert(e.path().filename().string());
+  EXPECT_EQ(names,
+            (std::set<std::string>{"compare.csv", "compare.html", "compare.json", "compare.md"}));
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -1,0 +1,49 @@
+// The one way gpuvs writes a file: run files, compare and claims outputs, HTML
+// reports, the monitor's timeline and Prometheus files, the collectives rendezvous
+// file. A reader, a crash or a kill at any moment sees either the old file or the
+// complete new one: never an empty, truncated or mixed file.
+//
+// write_file_atomically(path, content):
+//  1. refuses a `path` that is a symbolic link (lstat: the link's target is never
+//     written, whatever it is), a directory ("Is a directory") or anything else that
+//     is not a regular file (a FIFO, a device); a missing folder is named, not made;
+//  2. creates a temporary file in the folder of `path`, named
+//     ".<name>.gpuvs-tmp.<pid>.<16 hex digits>" (<name> is the file name of `path`,
+//     its first 200 bytes when longer), with O_CREAT | O_EXCL | O_CLOEXEC and mode
+//     0644, less the umask; a name that is taken is retried with other digits;
+//  3. writes all of `content` (short writes and EINTR are retried), fsyncs and closes
+//     it, checking each step;
+//  4. renames it over `path` (atomic on POSIX file systems), then fsyncs the folder so
+//     that the rename survives a crash. A failure of that last fsync is not reported:
+//     the new content is in place and nothing can undo the rename.
+//
+// `path` is replaced, not rewritten: the new file has mode 0644 less the umask and
+// the process's owner, whatever the old file had, and other hard links of the old
+// file keep the old content.
+//
+// On any failure the temporary file is removed, an existing `path` is left as it was,
+// and gpuvs::Error (exit code 1) is thrown with one line naming the file and the
+// reason, the OS's text for errno where there is one:
+//   cannot write out/compare.html: No space left on device
+//   cannot write out/compare.html: it is a symbolic link (gpuvs does not write through
+//   links; remove it or write elsewhere)
+// `what`, when given, names the kind of file before its path: "cannot write the
+// rendezvous file /shared/rdv: Permission denied".
+//
+// Leftovers: a process killed between steps 2 and 4 (SIGKILL, power loss) leaves its
+// ".<name>.gpuvs-tmp.<pid>.<digits>" file behind; `path` itself is still whole. Such
+// a file is never read by gpuvs and may be deleted once no gpuvs is writing there.
+//
+// Several writers of one path (threads or processes) each replace it whole; the last
+// rename wins.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+namespace gpuvs {
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content,
+                           std::string_view what = {});
+
+}  // namespace gpuvs

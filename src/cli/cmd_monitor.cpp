@@ -142,7 +142,9 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
   options.interval = std::chrono::milliseconds(args.interval_ms);
   if (!prom_path.empty())
     options.on_round = [&](const std::vector<monitor::GpuSample>& round) {
-      write_file_atomically(prom_path, monitor::prometheus_text(round, run.names));
+      // Rewritten every round: atomic for the collector, not fsynced each time.
+      write_file_atomically(prom_path, monitor::prometheus_text(round, run.names), {},
+                            Sync::kAtomicOnly);
     };
   monitor::Sampler sampler(*source, options);
 

@@ -78,7 +78,7 @@ std::string folder_problem(const std::filesystem::path& folder) {
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content,
-                           std::string_view what) {
+                           std::string_view what, Sync sync) {
   const std::string shown = run_json::printable(path.string(), 4096);
   const auto fail = [&](const std::string& reason) {
     throw Error(what.empty() ? fmt::format("cannot write {}: {}", shown, reason)
@@ -133,15 +133,17 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     fail(errno_text(e));
   };
   if (const int e = write_all(fd, content)) remove_and_fail(e);
-  if (const int e = fsync_retrying(fd)) remove_and_fail(e);
-  // Linux frees the descriptor even when close reports EINTR, and the data is on
-  // disk already (fsync above): only other errors count.
+  if (sync == Sync::kDurable)
+    if (const int e = fsync_retrying(fd)) remove_and_fail(e);
+  // Linux frees the descriptor even when close reports EINTR (and with kDurable the
+  // data is on disk already): only other errors count.
   const int closed = ::close(fd);
   fd = -1;
   if (closed != 0 && errno != EINTR) remove_and_fail(errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) remove_and_fail(errno);
 
   // Make the rename itself durable; a failure here cannot undo it, so it is ignored.
+  if (sync != Sync::kDurable) return;
   if (const int dfd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     fsync_retrying(dfd);
     ::close(dfd);

@@ -36,6 +36,11 @@
 //
 // Several writers of one path (threads or processes) each replace it whole; the last
 // rename wins.
+//
+// Sync::kAtomicOnly skips both fsyncs (steps 3 and 4): readers and kills still see a
+// whole file, but a power loss may take the last versions. For a file rewritten many
+// times a second whose every version replaces the last (the monitor's Prometheus
+// file), where two fsyncs per rewrite would stall the writer on a slow disk.
 #pragma once
 
 #include <filesystem>
@@ -43,7 +48,9 @@
 
 namespace gpuvs {
 
+enum class Sync { kDurable, kAtomicOnly };
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view content,
-                           std::string_view what = {});
+                           std::string_view what = {}, Sync sync = Sync::kDurable);
 
 }  // namespace gpuvs

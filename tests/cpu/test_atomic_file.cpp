@@ -202,6 +202,22 @@ TEST_F(AtomicFile, WritesAndReplacesTheContent) {
   EXPECT_EQ(list_dir(dir_), Names{"compare.md"});
 }
 
+// Without the fsyncs (a file rewritten every fraction of a second) the replacement is
+// still whole and the same rules hold.
+TEST_F(AtomicFile, AtomicOnlyReplacesWholeUnderTheSameRules) {
+  const fs::path path = dir_ / "gpuvs.prom";
+  for (int i = 0; i < 50; ++i) {
+    const std::string content = make_content(static_cast<char>('a' + i % 26), 4096 + i);
+    write_file_atomically(path, content, {}, Sync::kAtomicOnly);
+    ASSERT_EQ(read_bytes(path), content) << i;
+  }
+  EXPECT_EQ(list_dir(dir_), Names{"gpuvs.prom"});
+  write_bytes(dir_ / "target", "keep");
+  fs::create_symlink(dir_ / "target", dir_ / "link.prom");
+  EXPECT_THROW(write_file_atomically(dir_ / "link.prom", "x", {}, Sync::kAtomicOnly), Error);
+  EXPECT_EQ(read_bytes(dir_ / "target"), "keep");
+}
+
 TEST_F(AtomicFile, WithoutAFolderWritesToTheCurrentDirectory) {
   const fs::path old_cwd = fs::current_path();
   fs::current_path(dir_);

@@ -41,8 +41,9 @@ Options:
 Environment:
   GPUVS_PYTHON        the Python with PyTorch (default python3 on PATH)
   NCCL_*              kept as set and recorded in the run files. Some hosted H200
-                      machines need NCCL_NVLS_ENABLE=0 (NVLink SHARP is not usable
-                      there and NCCL fails to set it up); this script never sets it.
+                      machines need NCCL_NVLS_ENABLE=0 (NVLink multicast, NCCL's
+                      NVLS algorithms, is not allowed there): set it yourself
+                      there; this script never sets or unsets an NCCL_* variable.
   CUDA_VISIBLE_DEVICES  the GPUs the tests and runs see
 EOF
 }

@@ -103,6 +103,19 @@ case $part in
         "dump_$model: not written: torch is not importable by"
       check "$model, no torch: writes nothing" test ! -e "$ref"
     done
+    # A torch that sees no CUDA GPU (and a torchvision and transformers that import):
+    # the dumps need one, so they skip before computing anything.
+    mkdir -p "$tmp/nogpu/torch" "$tmp/nogpu/torchvision" "$tmp/nogpu/transformers"
+    printf '%s\n' '__version__ = "0-simulated"' 'class cuda:' '    is_available = staticmethod(lambda: False)' \
+      'def __getattr__(name): return object()' > "$tmp/nogpu/torch/__init__.py"
+    touch "$tmp/nogpu/torchvision/__init__.py" "$tmp/nogpu/transformers/__init__.py"
+    for model in resnet50 bert; do
+      run "nogpu-$model" env PYTHONPATH="$tmp/nogpu" GPUVS_PYTHON="$python" \
+        scripts/models/write_reference.sh "$model" "$ref"
+      check "$model, no CUDA GPU: skip code 77" rc_is "nogpu-$model" 77
+      check "$model, no CUDA GPU: says so" has "nogpu-$model.out" "sees no CUDA GPU"
+      check "$model, no CUDA GPU: writes nothing" test ! -e "$ref"
+    done
     # An up-to-date file (the header of a gpuvs reference with the dump's default
     # arguments, newer than the scripts) is kept without importing torch.
     header='{"__metadata__":{"format":"gpuvs.ref","version":"1","model":"bert-large",'

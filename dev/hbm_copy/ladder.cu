@@ -1,5 +1,5 @@
 // dev ladder: HBM copy kernel variants, timed side by side on one GPU.
-// Build: nvcc -O3 -gencode=arch=compute_90,code=sm_90 -o ladder ladder.cu
+// Build and run (dev/README.md): nvcc -O3 -std=c++17 -arch="${ARCH:-native}" -o ladder ladder.cu
 // Bytes counted: read + write (2 x array bytes). H200 peers: BabelStream copy 4.04,
 // PyTorch copy 4.27 TB/s. Variants:
 //  v0 cudaMemcpyAsync device-to-device (reference)

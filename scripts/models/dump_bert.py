@@ -4,9 +4,9 @@
 transformers' BertForPreTraining with a BERT-large BertConfig (24 layers, hidden 1024,
 16 heads, FFN 4096, vocabulary 30522, 512 positions, 2 types, LayerNorm eps 1e-12,
 GELU erf), random init from --seed (no download), dropout 0 (hidden and attention),
-fp32 with TF32 off, eager attention. Where transformers is not installed, the same
-model written here in plain torch (same state_dict names, init and math; the metadata
-says which one ran). The order of the work is part of the file's meaning
+fp32 with TF32 off, eager attention. With --plain-torch, where transformers is not
+installed, the same model written here in plain torch (same state_dict names, init and
+math; the metadata says which one ran). The order of the work is part of the file's meaning
 (docs/model-checks.md):
 
   1. "<state_dict name>"       every tensor of the state_dict as initialised (including
@@ -30,16 +30,52 @@ The file is in the safetensors layout of scripts/models/dump_resnet50.py (8-byte
 little-endian header length, JSON header, __metadata__ {"format": "gpuvs.ref",
 "version": "1", "model": "bert-large", ...}); read by src/models/tensor_file.cpp.
 
-Usage: python3 scripts/models/dump_bert.py --out /tmp/ref/bert.safetensors
+It needs a CUDA GPU, as the GPU test it is made for. The file is written only when it
+is not up to date (scripts/models/reference_state.py: same arguments, newer than this
+script and tensorfile.py; --force rewrites it). Exit codes: 0 written or up to date,
+77 cannot here (no torch, no transformers without --plain-torch, no CUDA GPU; the
+reason on stdout), 1 failed.
+
+Usage: python3 scripts/models/dump_bert.py --out build/default/ref/bert.safetensors
 """
 import argparse
 import math
 import os
 import time
 
+import reference_state  # scripts/models/; needs no torch
+
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-import torch  # noqa: E402
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="file to write (.safetensors)")
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--plain-torch", action="store_true",
+                    help="without transformers, use this script's plain-torch copy of the model")
+    ap.add_argument("--force", action="store_true", help="write even when up to date")
+    return ap.parse_args()
+
+
+# Decided before torch is imported, which takes seconds: up to date, or torch or
+# transformers missing.
+if __name__ == "__main__":
+    ARGS = parse_args()
+    reference_state.skip_if_up_to_date(
+        "dump_bert", ARGS.out,
+        {"model": "bert-large", "batch": ARGS.batch, "seq": ARGS.seq, "seed": ARGS.seed},
+        [__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensorfile.py")],
+        ARGS.force)
+try:
+    import torch  # noqa: E402
+    if __name__ == "__main__" and not ARGS.plain_torch:
+        import transformers  # noqa: E402, F401
+except ImportError as e:
+    reference_state.cannot("dump_bert", reference_state.import_error_reason(
+        e, "the reference needs torch and transformers (or --plain-torch)"))
 
 from tensorfile import check_file, write_tensor_file  # noqa: E402  (scripts/models/)
 
@@ -202,9 +238,11 @@ def _plain_model(cfg):
     return PreTraining()
 
 
-def build_model(seed):
+def build_model(seed, plain_torch):
     torch.manual_seed(seed)
     try:
+        if plain_torch:
+            raise ImportError("--plain-torch")
         import transformers
         config = transformers.BertConfig(**LARGE)
         try:
@@ -219,7 +257,7 @@ def build_model(seed):
         return model, run, f"transformers {transformers.__version__} BertForPreTraining"
     except ImportError:
         model = _plain_model(_Cfg(**LARGE))
-        return model, model, "plain-torch BertForPreTraining (transformers not installed)"
+        return model, model, "plain-torch BertForPreTraining (--plain-torch)"
 
 
 def make_inputs(batch, seq, seed):
@@ -246,21 +284,17 @@ def make_inputs(batch, seq, seed):
             "labels": labels, "next_sentence_label": nsp}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="file to write (.safetensors)")
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=1234)
-    args = ap.parse_args()
-
-    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def main(args):
+    if not torch.cuda.is_available():
+        reference_state.cannot("dump_bert", f"PyTorch {torch.__version__} sees no CUDA GPU "
+                               "(torch.cuda.is_available() is False)")
+    dev = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.use_deterministic_algorithms(True, warn_only=True)
 
     t0 = time.time()
-    model, run, impl = build_model(args.seed)
+    model, run, impl = build_model(args.seed, args.plain_torch)
     model = model.to(dev)
     model.train()  # dropout probabilities are 0: train and eval compute the same
     out = {}
@@ -311,7 +345,7 @@ def main():
         "batch": args.batch,
         "seq": args.seq,
         "seed": args.seed,
-        "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+        "device": torch.cuda.get_device_name(dev),
         "precision": "fp32, TF32 off, dropout 0",
         "loss": "MLM cross-entropy (mean over labels != -100) + NSP cross-entropy",
         "adamw": "lr 1e-4, betas 0.9/0.999, eps 1e-6, weight decay 0.01 except biases and "
@@ -330,4 +364,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

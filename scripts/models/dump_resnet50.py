@@ -37,19 +37,47 @@ by scripts/models/tensorfile.py (struct/json/ctypes: nothing beyond torch and to
 gpuvs reads it with src/models/tensor_file.cpp, which checks
 __metadata__ = {"format": "gpuvs.ref", "version": "1", ...}.
 
-Usage: python3 scripts/models/dump_resnet50.py --out /tmp/ref/resnet50.safetensors
+It needs a CUDA GPU: the bf16/fp16 yardsticks are CUDA autocast. The file is written
+only when it is not up to date (scripts/models/reference_state.py: same arguments,
+newer than this script and tensorfile.py; --force rewrites it). Exit codes: 0 written
+or up to date, 77 cannot here (no torch, torchvision or CUDA GPU; the reason on
+stdout), 1 failed.
+
+Usage: python3 scripts/models/dump_resnet50.py --out build/default/ref/resnet50.safetensors
 """
 import argparse
 import contextlib
 import os
 import time
 
+import reference_state  # scripts/models/; needs no torch
+
 # Deterministic cuBLAS needs a fixed workspace configuration, set before CUDA starts.
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-import torch  # noqa: E402
 
-import torchvision  # noqa: E402
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="file to write (.safetensors)")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--force", action="store_true", help="write even when up to date")
+    return ap.parse_args()
+
+
+# Decided before torch is imported, which takes seconds: up to date, or torch missing.
+if __name__ == "__main__":
+    ARGS = parse_args()
+    reference_state.skip_if_up_to_date(
+        "dump_resnet50", ARGS.out, {"model": "resnet50", "batch": ARGS.batch, "seed": ARGS.seed},
+        [__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensorfile.py")],
+        ARGS.force)
+try:
+    import torch  # noqa: E402
+    import torchvision  # noqa: E402
+except ImportError as e:
+    reference_state.cannot("dump_resnet50", reference_state.import_error_reason(
+        e, "the reference needs torch and torchvision"))
 
 from tensorfile import check_file, write_tensor_file  # noqa: E402  (scripts/models/)
 
@@ -185,14 +213,12 @@ def trajectory(model, x, labels, lr, v):
     return torch.tensor(losses, dtype=torch.float32)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="file to write (.safetensors)")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--seed", type=int, default=1234)
-    args = ap.parse_args()
-
-    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def main(args):
+    if not torch.cuda.is_available():
+        reference_state.cannot("dump_resnet50", f"PyTorch {torch.__version__} sees no CUDA GPU "
+                               "(torch.cuda.is_available() is False); the bf16 and fp16 "
+                               "yardsticks are CUDA autocast")
+    dev = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.deterministic = True
@@ -273,7 +299,7 @@ def main():
         "torchvision": torchvision.__version__,
         "batch": args.batch,
         "seed": args.seed,
-        "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+        "device": torch.cuda.get_device_name(dev),
         "precision": "fp32, TF32 off, deterministic algorithms (unprefixed names)",
         "loss": "CrossEntropyLoss, mean over the batch",
         "order": "state before anything ran; eval/logits (eval mode, initial running stats); "
@@ -309,4 +335,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

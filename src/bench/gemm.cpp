@@ -32,36 +32,44 @@ constexpr double kTauFp8 = 0x1.0p-11;  // FP8 tensor-core partial sums keep ~14 
 // clang-format off
 const std::array<GemmTypes, 8> kTypes = {{
     {"fp64", "FP64 GEMM (DMMA)", ElemType::kF64, ElemType::kF64, ElemType::kF64,
+     GemmElem::kF64, GemmElem::kF64, GemmElem::kF64,
      GemmCompute::k64F, "64F", GemmElem::kF64,
      ArithRate::kTensorFp64, false, 1, 1, {kTauFp64, 0x1.0p-53},
      "FP64 throughout; tau covers FP64 accumulation and the FP64 reference", 0},
     {"fp32", "FP32 SGEMM (no TF32)", ElemType::kF32, ElemType::kF32, ElemType::kF32,
+     GemmElem::kF32, GemmElem::kF32, GemmElem::kF32,
      GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kFp32Fma, false, 1, 1, {kTauFp32Acc, 0x1.0p-24},
      "FP32 inputs used exactly, FP32 accumulation", 0},
     {"tf32", "TF32 GEMM", ElemType::kF32, ElemType::kF32, ElemType::kF32,
+     GemmElem::kF32, GemmElem::kF32, GemmElem::kF32,
      GemmCompute::k32FFastTf32, "32F_FAST_TF32", GemmElem::kF32,
      ArithRate::kTensorTf32, false, 1, 1, {kTauTf32, 0x1.0p-24},
      "reference uses the FP32 inputs; tau is the worst case of rounding them to TF32", 80},
     {"fp16", "FP16 GEMM (FP32 accumulate)", ElemType::kF16, ElemType::kF16, ElemType::kF16,
+     GemmElem::kF16, GemmElem::kF16, GemmElem::kF16,
      GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kTensorFp16, false, 1, 1, {kTauFp32Acc, 0x1.0p-11},
      "FP16 inputs exact, FP32 accumulation, FP16 output rounding", 0},
     {"bf16", "BF16 GEMM (FP32 accumulate)", ElemType::kBF16, ElemType::kBF16, ElemType::kBF16,
+     GemmElem::kBF16, GemmElem::kBF16, GemmElem::kBF16,
      GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kTensorBf16, false, 1, 1, {kTauFp32Acc, 0x1.0p-8},
      "BF16 inputs exact, FP32 accumulation, BF16 output rounding", 80},
     {"fp8_e4m3", "FP8 GEMM (E4M3 x E4M3, BF16 out)", ElemType::kE4M3, ElemType::kE4M3,
-     ElemType::kBF16, GemmCompute::k32F, "32F", GemmElem::kF32,
+     ElemType::kBF16, GemmElem::kE4M3, GemmElem::kE4M3, GemmElem::kBF16,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kTensorFp8, false, 0.5f, 4.0f, {kTauFp8, 0x1.0p-8},
      "FP8 inputs and scale factors exact, FP8 tensor-core partial sums, BF16 output rounding",
      89},
     {"fp8_e5m2", "FP8 GEMM (E5M2 x E4M3, BF16 out)", ElemType::kE5M2, ElemType::kE4M3,
-     ElemType::kBF16, GemmCompute::k32F, "32F", GemmElem::kF32,
+     ElemType::kBF16, GemmElem::kE5M2, GemmElem::kE4M3, GemmElem::kBF16,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kTensorFp8, false, 0.5f, 4.0f, {kTauFp8, 0x1.0p-8},
      "FP8 inputs and scale factors exact, FP8 tensor-core partial sums, BF16 output rounding",
      89},
     {"int8", "INT8 GEMM (INT32 accumulate)", ElemType::kI8, ElemType::kI8, ElemType::kI32,
+     GemmElem::kI8, GemmElem::kI8, GemmElem::kI32,
      GemmCompute::k32I, "32I", GemmElem::kI32,
      ArithRate::kTensorInt8, true, 1, 1, {0, 0},
      "integer arithmetic: the result must equal the reference exactly", 75},
@@ -70,29 +78,6 @@ constexpr std::array<GemmPrecision, 8> kPrecisions = {
     GemmPrecision::kFp64, GemmPrecision::kFp32, GemmPrecision::kTf32, GemmPrecision::kFp16,
     GemmPrecision::kBf16, GemmPrecision::kFp8E4m3, GemmPrecision::kFp8E5m2, GemmPrecision::kInt8};
 // clang-format on
-
-// The cuBLASLt type of a check type (the same eight types).
-GemmElem lt_elem(ElemType t) {
-  switch (t) {
-    case ElemType::kF64:
-      return GemmElem::kF64;
-    case ElemType::kF32:
-      return GemmElem::kF32;
-    case ElemType::kF16:
-      return GemmElem::kF16;
-    case ElemType::kBF16:
-      return GemmElem::kBF16;
-    case ElemType::kE4M3:
-      return GemmElem::kE4M3;
-    case ElemType::kE5M2:
-      return GemmElem::kE5M2;
-    case ElemType::kI8:
-      return GemmElem::kI8;
-    case ElemType::kI32:
-      break;
-  }
-  return GemmElem::kI32;
-}
 
 size_t count(int64_t x, int64_t y) {
   return static_cast<size_t>(x) * static_cast<size_t>(y);
@@ -190,7 +175,7 @@ std::optional<GemmAlgo> GemmRunner::choose(GemmShape shape, int max_algos,
   if (shape.m > capacity_.m || shape.n > capacity_.n || shape.k > capacity_.k)
     throw Error(fmt::format("GEMM shape {}x{}x{} exceeds the operands allocated", shape.m, shape.n,
                             shape.k));
-  LtGemmSpec spec = tn_gemm(shape, lt_elem(types_.a), lt_elem(types_.b), lt_elem(types_.d));
+  LtGemmSpec spec = tn_gemm(shape, types_.a_lt, types_.b_lt, types_.d_lt);
   spec.compute = types_.compute;
   spec.scale = types_.scale;
   auto gemm = std::make_shared<LtGemm>(handle_, spec);

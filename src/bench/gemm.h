@@ -30,9 +30,10 @@ namespace gpuvs {
 enum class GemmPrecision { kFp64, kFp32, kTf32, kFp16, kBf16, kFp8E4m3, kFp8E5m2, kInt8 };
 
 struct GemmTypes {
-  std::string_view name;   // "bf16": result ids compute.gemm.<name>
-  std::string_view label;  // "BF16 GEMM"
-  ElemType a, b, d;        // C has D's type
+  std::string_view name;      // "bf16": result ids compute.gemm.<name>
+  std::string_view label;     // "BF16 GEMM"
+  ElemType a, b, d;           // C has D's type
+  GemmElem a_lt, b_lt, d_lt;  // the same types as cuBLASLt takes them
   GemmCompute compute;
   std::string_view compute_name;  // "32F", "32F_FAST_TF32", "64F", "32I"
   GemmElem scale;                 // type of alpha and beta

@@ -40,6 +40,7 @@
 
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
+#include "models/bert/encoder_dense.h"
 #include "models/bert/fp8.h"
 #include "models/bert/fp8_linear.h"
 #include "models/bert/gemm.h"
@@ -61,25 +62,6 @@ namespace bert {
 constexpr float kLr = 1e-4f;
 constexpr float kBeta1 = 0.9f, kBeta2 = 0.999f, kAdamEps = 1e-6f, kWeightDecay = 0.01f;
 constexpr float kDropout = 0.1f;
-
-// The encoder's four dense layers, in the order of a layer's forward pass.
-enum class EncoderDense { kQkv, kAttentionOut, kFfn1, kFfn2 };
-constexpr int kEncoderDenseCount = 4;
-
-// One encoder dense layer's backward for layer `layer`: dW (+)= dy^T x and
-// dx = dy W + beta_dx dx.
-struct DenseBackward {
-  EncoderDense which = EncoderDense::kQkv;
-  int layer = 0;
-  const void* x = nullptr;   // (N, in) the layer's input
-  const void* dy = nullptr;  // (N, out)
-  void* dx = nullptr;        // (N, in)
-  float beta_dx = 0;         // 1: add into dx (the residual's gradient already there)
-  int64_t w_off = 0;         // W in the flat parameter arrays (ParamLayout)
-  bool accumulate = false;   // add dW into the gradient (micro-steps)
-  // fp8: the caller fused dy's cast into the kernel that produced it (the GELU's gradient).
-  bool cast_done = false;
-};
 
 // Activations one encoder layer keeps (training: one set per layer; inference: two
 // sets used in turn). Shapes: N = B*T rows, C = 1024, F = 4096, H = 16, D = 64.
@@ -155,7 +137,7 @@ class BertLarge final : public Model {
   void upload_initial_state();
   void count_masked();  // host: mlm_fits_ from the labels on the GPU (synchronises)
 
-  // Steps (bert_steps.cpp).
+  // Steps (bert_steps.cpp; the dense layers in bert_dense.cpp).
   void run_forward(bool train);
   void layer_forward(int l, const void* x, LayerActs& L, bool train);
   void heads_forward(const void* x, bool train);

@@ -17,29 +17,6 @@ uint32_t layer_site(int l) {
   return 1 + 3 * static_cast<uint32_t>(l);
 }
 
-int index(EncoderDense w) {
-  return static_cast<int>(w);
-}
-
-// fp8 profile regions of the encoder's dense layers ([backward][index(which)]): the
-// casts (amax, transposes), the GEMMs, and the region the layer's other work is in
-// (marked again after the GEMMs).
-struct DenseRegions {
-  const char* cast;
-  const char* gemm;
-  const char* rest;
-};
-constexpr DenseRegions kDenseRegions[2][kEncoderDenseCount] = {
-    {{"fwd qkv fp8 cast", "fwd qkv fp8 gemm", "fwd qkv"},
-     {"fwd attention out fp8 cast", "fwd attention out fp8 gemm", "fwd attention out+ln"},
-     {"fwd ffn1 fp8 cast", "fwd ffn1 fp8 gemm", "fwd ffn1+gelu"},
-     {"fwd ffn2 fp8 cast", "fwd ffn2 fp8 gemm", "fwd ffn2+ln"}},
-    {{"bwd qkv fp8 cast", "bwd qkv fp8 gemm", "bwd qkv"},
-     {"bwd attention out fp8 cast", "bwd attention out fp8 gemm", "bwd attention out+ln"},
-     {"bwd ffn1 fp8 cast", "bwd ffn1 fp8 gemm", "bwd ffn1+gelu"},
-     {"bwd ffn2 fp8 cast", "bwd ffn2 fp8 gemm", "bwd ffn2+ln"}},
-};
-
 }  // namespace
 
 Dropout BertLarge::drop(uint32_t site, bool train) const {
@@ -48,51 +25,6 @@ Dropout BertLarge::drop(uint32_t site, bool train) const {
   d.rng = rng_.as<uint64_t>();
   d.site = site;
   return d;
-}
-
-DenseLayer& BertLarge::dense(EncoderDense which) const {
-  DenseLayer* const lin[kEncoderDenseCount] = {qkv_.get(), attn_out_.get(), ffn1_.get(),
-                                               ffn2_.get()};
-  return *lin[index(which)];
-}
-
-void BertLarge::dense_forward(EncoderDense which, int l, const void* x, int64_t w_off,
-                              int64_t b_off, void* y, bool cast_done) {
-  if (!fp8_) {
-    dense(which).forward(x, param(w_off), param(b_off), y, ws(), stream_.get());
-    return;
-  }
-  const DenseRegions& r = kDenseRegions[0][index(which)];
-  fp8_lin_[index(which)]->forward(l, x, param(w_off), param(b_off), y, ws(), stream_.get(),
-                                  {&timer_, r.cast, r.gemm}, cast_done);
-  timer_.mark(r.rest, stream_.get());
-}
-
-void BertLarge::dense_backward(const DenseBackward& a) {
-  cudaStream_t s = stream_.get();
-  const float beta = a.accumulate ? 1.0f : 0.0f;
-  if (fp8_) {
-    const DenseRegions& r = kDenseRegions[1][index(a.which)];
-    Fp8Backward b;
-    b.layer = a.layer;
-    b.x = a.x;
-    b.w16 = param(a.w_off);
-    b.dy = a.dy;
-    b.dx = a.dx;
-    b.beta_dx = a.beta_dx;
-    b.dw = grad(a.w_off);
-    b.beta_dw = beta;
-    b.ws = ws();
-    b.marks = {&timer_, r.cast, r.gemm};
-    b.dy_cast_done = a.cast_done;
-    fp8_lin_[index(a.which)]->backward(b, s);
-    timer_.mark(r.rest, s);
-    return;
-  }
-  DenseLayer& d = dense(a.which);
-  d.backward_weight(a.x, a.dy, grad(a.w_off), beta, ws(), s);
-  d.backward_data(a.dy, param(a.w_off), a.dx, a.beta_dx, a.beta_dx != 0.0f ? a.dx : nullptr, ws(),
-                  s);
 }
 
 void BertLarge::before_step() {
@@ -256,7 +188,7 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
   void* g = train ? L.g.get() : L.h.get();
   if (fp8_) {
     // The GELU fused into ffn2's input cast; g in bf16 only where a GEMM reads it.
-    const int ffn2 = index(EncoderDense::kFfn2);
+    const int ffn2 = dense_index(EncoderDense::kFfn2);
     timer_.mark(kDenseRegions[0][ffn2].cast, s);
     Fp8CastArgs c = fp8_lin_[ffn2]->input_cast(l, L.h.get());
     c.op = Fp8CastOp::kGelu;
@@ -515,7 +447,7 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   if (fp8_) {
     // The GELU's gradient fused into ffn1's gradient cast, with the bias gradient's
     // column sums; dh in bf16 only where a GEMM reads it so.
-    const int ffn1 = index(EncoderDense::kFfn1);
+    const int ffn1 = dense_index(EncoderDense::kFfn1);
     timer_.mark(kDenseRegions[1][ffn1].cast, s);
     Fp8CastArgs c = fp8_lin_[ffn1]->grad_cast(l, d_h_.get());
     c.op = Fp8CastOp::kGeluGrad;

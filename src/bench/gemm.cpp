@@ -32,37 +32,45 @@ constexpr double kTauFp8 = 0x1.0p-11;  // FP8 tensor-core partial sums keep ~14 
 // clang-format off
 const std::array<GemmTypes, 8> kTypes = {{
     {"fp64", "FP64 GEMM (DMMA)", ElemType::kF64, ElemType::kF64, ElemType::kF64,
-     CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, "64F", CUDA_R_64F,
+     GemmElem::kF64, GemmElem::kF64, GemmElem::kF64,
+     GemmCompute::k64F, "64F", GemmElem::kF64,
      ArithRate::kTensorFp64, false, 1, 1, {kTauFp64, 0x1.0p-53},
      "FP64 throughout; tau covers FP64 accumulation and the FP64 reference", 0},
     {"fp32", "FP32 SGEMM (no TF32)", ElemType::kF32, ElemType::kF32, ElemType::kF32,
-     CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, "32F", CUDA_R_32F,
+     GemmElem::kF32, GemmElem::kF32, GemmElem::kF32,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kFp32Fma, false, 1, 1, {kTauFp32Acc, 0x1.0p-24},
      "FP32 inputs used exactly, FP32 accumulation", 0},
     {"tf32", "TF32 GEMM", ElemType::kF32, ElemType::kF32, ElemType::kF32,
-     CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, "32F_FAST_TF32", CUDA_R_32F,
+     GemmElem::kF32, GemmElem::kF32, GemmElem::kF32,
+     GemmCompute::k32FFastTf32, "32F_FAST_TF32", GemmElem::kF32,
      ArithRate::kTensorTf32, false, 1, 1, {kTauTf32, 0x1.0p-24},
      "reference uses the FP32 inputs; tau is the worst case of rounding them to TF32", 80},
     {"fp16", "FP16 GEMM (FP32 accumulate)", ElemType::kF16, ElemType::kF16, ElemType::kF16,
-     CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, "32F", CUDA_R_32F,
+     GemmElem::kF16, GemmElem::kF16, GemmElem::kF16,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kTensorFp16, false, 1, 1, {kTauFp32Acc, 0x1.0p-11},
      "FP16 inputs exact, FP32 accumulation, FP16 output rounding", 0},
     {"bf16", "BF16 GEMM (FP32 accumulate)", ElemType::kBF16, ElemType::kBF16, ElemType::kBF16,
-     CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, "32F", CUDA_R_32F,
+     GemmElem::kBF16, GemmElem::kBF16, GemmElem::kBF16,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
      ArithRate::kTensorBf16, false, 1, 1, {kTauFp32Acc, 0x1.0p-8},
      "BF16 inputs exact, FP32 accumulation, BF16 output rounding", 80},
     {"fp8_e4m3", "FP8 GEMM (E4M3 x E4M3, BF16 out)", ElemType::kE4M3, ElemType::kE4M3,
-     ElemType::kBF16, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, "32F",
-     CUDA_R_32F, ArithRate::kTensorFp8, false, 0.5f, 4.0f, {kTauFp8, 0x1.0p-8},
+     ElemType::kBF16, GemmElem::kE4M3, GemmElem::kE4M3, GemmElem::kBF16,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
+     ArithRate::kTensorFp8, false, 0.5f, 4.0f, {kTauFp8, 0x1.0p-8},
      "FP8 inputs and scale factors exact, FP8 tensor-core partial sums, BF16 output rounding",
      89},
     {"fp8_e5m2", "FP8 GEMM (E5M2 x E4M3, BF16 out)", ElemType::kE5M2, ElemType::kE4M3,
-     ElemType::kBF16, CUDA_R_8F_E5M2, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, "32F",
-     CUDA_R_32F, ArithRate::kTensorFp8, false, 0.5f, 4.0f, {kTauFp8, 0x1.0p-8},
+     ElemType::kBF16, GemmElem::kE5M2, GemmElem::kE4M3, GemmElem::kBF16,
+     GemmCompute::k32F, "32F", GemmElem::kF32,
+     ArithRate::kTensorFp8, false, 0.5f, 4.0f, {kTauFp8, 0x1.0p-8},
      "FP8 inputs and scale factors exact, FP8 tensor-core partial sums, BF16 output rounding",
      89},
     {"int8", "INT8 GEMM (INT32 accumulate)", ElemType::kI8, ElemType::kI8, ElemType::kI32,
-     CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, "32I", CUDA_R_32I,
+     GemmElem::kI8, GemmElem::kI8, GemmElem::kI32,
+     GemmCompute::k32I, "32I", GemmElem::kI32,
      ArithRate::kTensorInt8, true, 1, 1, {0, 0},
      "integer arithmetic: the result must equal the reference exactly", 75},
 }};
@@ -70,15 +78,6 @@ constexpr std::array<GemmPrecision, 8> kPrecisions = {
     GemmPrecision::kFp64, GemmPrecision::kFp32, GemmPrecision::kTf32, GemmPrecision::kFp16,
     GemmPrecision::kBf16, GemmPrecision::kFp8E4m3, GemmPrecision::kFp8E5m2, GemmPrecision::kInt8};
 // clang-format on
-
-// The matrix layouts of one shape (C shares D's).
-struct Layouts {
-  LtMatrixLayout a, b, d;
-  Layouts(const GemmTypes& t, GemmShape s)
-      : a(t.a_cuda, uint64_t(s.k), uint64_t(s.m), s.k),
-        b(t.b_cuda, uint64_t(s.k), uint64_t(s.n), s.k),
-        d(t.d_cuda, uint64_t(s.m), uint64_t(s.n), s.m) {}
-};
 
 size_t count(int64_t x, int64_t y) {
   return static_cast<size_t>(x) * static_cast<size_t>(y);
@@ -134,33 +133,28 @@ GemmRunner::GemmRunner(GemmPrecision p, GemmShape capacity, const LtHandle& hand
       b_(count(capacity.k, capacity.n) * elem_bytes(types_.b)),
       d_(count(capacity.m, capacity.n) * elem_bytes(types_.d)),
       scales_(2 * kScaleSlot),
-      workspace_(kWorkspaceBytes),
-      desc_(types_.compute, types_.scale_cuda) {
+      workspace_(kWorkspaceBytes) {
   fill_random(a_.get(), types_.a, count(capacity.k, capacity.m), kSeedA, stream_);
   fill_random(b_.get(), types_.b, count(capacity.k, capacity.n), kSeedB, stream_);
-  desc_.set(CUBLASLT_MATMUL_DESC_TRANSA, cublasOperation_t{CUBLAS_OP_T});
-  desc_.set(CUBLASLT_MATMUL_DESC_TRANSB, cublasOperation_t{CUBLAS_OP_N});
   if (types_.a == ElemType::kE4M3 || types_.a == ElemType::kE5M2) {
     // Each scale in its own 256-byte slot: cuBLASLt checks the alignment of the scale
     // pointers (as of an allocation) when it picks algorithms.
     auto* base = static_cast<unsigned char*>(scales_.get());
-    const void* a_scale = base;
-    const void* b_scale = base + kScaleSlot;
+    a_scale_ = reinterpret_cast<const float*>(base);
+    b_scale_ = reinterpret_cast<const float*>(base + kScaleSlot);
     GPUVS_CUDA_CHECK(
         cudaMemcpyAsync(base, &types_.scale_a, sizeof(float), cudaMemcpyHostToDevice, stream_));
     GPUVS_CUDA_CHECK(cudaMemcpyAsync(base + kScaleSlot, &types_.scale_b, sizeof(float),
                                      cudaMemcpyHostToDevice, stream_));
-    desc_.set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
-    desc_.set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
   }
-  switch (types_.scale_cuda) {
-    case CUDA_R_64F: {
+  switch (types_.scale) {
+    case GemmElem::kF64: {
       const double one = 1, zero = 0;
       std::memcpy(alpha_, &one, sizeof(one));
       std::memcpy(beta_, &zero, sizeof(zero));
       break;
     }
-    case CUDA_R_32I: {
+    case GemmElem::kI32: {
       const int32_t one = 1, zero = 0;
       std::memcpy(alpha_, &one, sizeof(one));
       std::memcpy(beta_, &zero, sizeof(zero));
@@ -181,56 +175,54 @@ std::optional<GemmAlgo> GemmRunner::choose(GemmShape shape, int max_algos,
   if (shape.m > capacity_.m || shape.n > capacity_.n || shape.k > capacity_.k)
     throw Error(fmt::format("GEMM shape {}x{}x{} exceeds the operands allocated", shape.m, shape.n,
                             shape.k));
-  auto layouts = std::make_shared<const Layouts>(types_, shape);
-  const LtMatmulPreference pref(workspace_.bytes());
-  const auto heuristics = lt_heuristics(handle_, desc_, layouts->a, layouts->b, layouts->d,
-                                        layouts->d, pref, std::max(1, max_algos));
-  std::vector<GemmAlgo> candidates;
-  for (size_t i = 0; i < heuristics.size(); ++i) {
-    GemmAlgo c;
-    c.shape = shape;
-    c.algo = heuristics[i].algo;
-    c.workspace_bytes = heuristics[i].workspaceSize;
-    c.heuristic_index = static_cast<int>(i);
-    c.config = lt_algo_config(heuristics[i].algo);
-    c.layouts = layouts;
-    c.seconds = -1;  // not timed yet; stays negative if it never runs
-    candidates.push_back(c);
-  }
-  // Two passes, the second in reverse order, keeping each algorithm's faster median:
-  // the GPU warms up (and its clock falls under a power cap) while algorithms are
-  // timed, which would otherwise favour the ones timed first.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t j = 0; j < candidates.size(); ++j) {
-      GemmAlgo& c = candidates[pass == 0 ? j : candidates.size() - 1 - j];
-      if (pass == 1 && c.seconds < 0) continue;  // it failed in the first pass
-      EventTimed timed(stream_, [&](cudaStream_t s) { enqueue(c, s); });
-      try {
-        const double t = median(measure(timed, clock, search).seconds_per_iteration);
-        if (c.seconds < 0 || t < c.seconds) c.seconds = t;
-      } catch (const Error&) {
-        // An algorithm the heuristic offered that does not launch for this problem is
-        // skipped; the others still compete. A sticky CUDA error fails the next call.
-        GPUVS_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      }
+  LtGemmSpec spec = tn_gemm(shape, types_.a_lt, types_.b_lt, types_.d_lt);
+  spec.compute = types_.compute;
+  spec.scale = types_.scale;
+  auto gemm = std::make_shared<LtGemm>(handle_, spec);
+  if (a_scale_ != nullptr) gemm->set_fp8_scales(a_scale_, b_scale_);
+  const std::vector<LtAlgo> heuristics =
+      gemm->heuristics(workspace_.bytes(), std::max(1, max_algos));
+  const auto pick = pick_fastest(heuristics.size(), [&](size_t i) -> std::optional<double> {
+    EventTimed timed(stream_, [&](cudaStream_t s) { enqueue(*gemm, heuristics[i], s); });
+    try {
+      return median(measure(timed, clock, search).seconds_per_iteration);
+    } catch (const Error&) {
+      // An algorithm the heuristic offered that does not launch for this problem is
+      // skipped; the others still compete. A sticky CUDA error fails the next call.
+      GPUVS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return std::nullopt;
     }
-  }
-  std::optional<GemmAlgo> best;
-  int tried = 0;
-  for (const GemmAlgo& c : candidates) {
-    if (c.seconds < 0) continue;
-    ++tried;
-    if (!best || c.seconds < best->seconds) best = c;
-  }
-  if (best) best->tried = tried;
+  });
+  if (!pick) return std::nullopt;
+  const LtAlgo& h = heuristics[pick->index];
+  gemm->choose(h);
+  GemmAlgo best;
+  best.shape = shape;
+  best.algo = h.algo;
+  best.workspace_bytes = h.workspace_bytes;
+  best.heuristic_index = h.heuristic_index;
+  best.tried = pick->tried;
+  best.config = lt_algo_config(h.algo);
+  best.seconds = pick->seconds;
+  best.gemm = std::move(gemm);
   return best;
 }
 
+void GemmRunner::enqueue(const LtGemm& gemm, const LtAlgo& algo, cudaStream_t stream) const {
+  LtOperands o;
+  o.alpha = alpha_;
+  o.beta = beta_;
+  o.a = a_.get();
+  o.b = b_.get();
+  o.d = d_.get();
+  o.workspace = workspace_.get();
+  o.workspace_bytes = algo.workspace_bytes;
+  o.stream = stream;
+  GPUVS_CUBLAS_CHECK(gemm.matmul(o, algo.algo));
+}
+
 void GemmRunner::enqueue(const GemmAlgo& algo, cudaStream_t stream) const {
-  const auto& l = *static_cast<const Layouts*>(algo.layouts.get());
-  GPUVS_CUBLAS_CHECK(cublasLtMatmul(
-      handle_.get(), desc_.get(), alpha_, a_.get(), l.a.get(), b_.get(), l.b.get(), beta_, d_.get(),
-      l.d.get(), d_.get(), l.d.get(), &algo.algo, workspace_.get(), algo.workspace_bytes, stream));
+  enqueue(*algo.gemm, {algo.algo, algo.workspace_bytes, algo.heuristic_index}, stream);
 }
 
 GemmCheck GemmRunner::check(GemmShape shape) {

@@ -1,5 +1,5 @@
-// Tensor-core (and plain FP32) GEMMs through cuBLASLt: the precisions, their
-// cuBLASLt types and check tolerances, and a runner that owns one precision's
+// Tensor-core (and plain FP32) GEMMs through cuBLASLt (gpu/lt_gemm.h): the precisions,
+// their cuBLASLt types and check tolerances, and a runner that owns one precision's
 // operands and picks an algorithm for a shape by timing cuBLASLt's top heuristics.
 //
 // Every GEMM is D = alpha * op(A) op(B) (+ beta C with beta = 0, C = D) in the "TN"
@@ -22,6 +22,7 @@
 #include "bench/gemm_check.h"
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
+#include "gpu/lt_gemm.h"
 #include "measure/harness.h"
 
 namespace gpuvs {
@@ -29,13 +30,13 @@ namespace gpuvs {
 enum class GemmPrecision { kFp64, kFp32, kTf32, kFp16, kBf16, kFp8E4m3, kFp8E5m2, kInt8 };
 
 struct GemmTypes {
-  std::string_view name;   // "bf16": result ids compute.gemm.<name>
-  std::string_view label;  // "BF16 GEMM"
-  ElemType a, b, d;        // C has D's type
-  cudaDataType_t a_cuda, b_cuda, d_cuda;
-  cublasComputeType_t compute;
+  std::string_view name;      // "bf16": result ids compute.gemm.<name>
+  std::string_view label;     // "BF16 GEMM"
+  ElemType a, b, d;           // C has D's type
+  GemmElem a_lt, b_lt, d_lt;  // the same types as cuBLASLt takes them
+  GemmCompute compute;
   std::string_view compute_name;  // "32F", "32F_FAST_TF32", "64F", "32I"
-  cudaDataType_t scale_cuda;      // type of alpha and beta
+  GemmElem scale;                 // type of alpha and beta
   ArithRate rate;
   bool op_unit;            // reported in OP/s (integer), else FLOP/s
   float scale_a, scale_b;  // FP8 per-tensor scale factors (1 elsewhere)
@@ -50,12 +51,6 @@ const GemmTypes& gemm_types(GemmPrecision p);
 // Why this GPU (compute capability "9.0") cannot run the precision, or nullopt.
 std::optional<std::string> gemm_unsupported_reason(GemmPrecision p, std::string_view cc);
 
-struct GemmShape {
-  int64_t m = 0, n = 0, k = 0;
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-  bool operator==(const GemmShape&) const = default;
-};
-
 // Bytes of A + B + C + D for one GEMM (the roofline's convention, docs/compute.md).
 double gemm_operand_bytes(GemmPrecision p, GemmShape s);
 
@@ -67,8 +62,8 @@ struct GemmAlgo {
   int heuristic_index = 0;  // rank in cuBLASLt's list; 0 is its first choice
   int tried = 0;            // algorithms timed
   LtAlgoConfig config;
-  double seconds = 0;                   // median seconds per GEMM while choosing (search options)
-  std::shared_ptr<const void> layouts;  // the shape's cuBLASLt matrix layouts
+  double seconds = 0;                  // median seconds per GEMM while choosing (search options)
+  std::shared_ptr<const LtGemm> gemm;  // the shape's descriptor and layouts
 };
 
 // Cheap harness options for choosing among algorithms and shapes: a few short samples.
@@ -104,13 +99,16 @@ class GemmRunner {
   void* d() const { return d_.get(); }  // (M, N) column-major, for tests
 
  private:
+  void enqueue(const LtGemm& gemm, const LtAlgo& algo, cudaStream_t stream) const;
+
   GemmPrecision p_;
   const GemmTypes& types_;
   GemmShape capacity_;
   const LtHandle& handle_;
   cudaStream_t stream_;
   DeviceBuffer a_, b_, d_, scales_, workspace_;
-  LtMatmulDesc desc_;
+  const float* a_scale_ = nullptr;  // FP8: the scale factors' device slots
+  const float* b_scale_ = nullptr;
   alignas(8) unsigned char alpha_[8] = {};
   alignas(8) unsigned char beta_[8] = {};
 };

@@ -51,22 +51,6 @@ LtMatmulPreference::~LtMatmulPreference() {
   if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
 }
 
-std::vector<cublasLtMatmulHeuristicResult_t> lt_heuristics(
-    const LtHandle& handle, const LtMatmulDesc& desc, const LtMatrixLayout& a,
-    const LtMatrixLayout& b, const LtMatrixLayout& c, const LtMatrixLayout& d,
-    const LtMatmulPreference& pref, int max_count) {
-  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(max_count));
-  int returned = 0;
-  const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(handle.get(), desc.get(), a.get(), b.get(), c.get(), d.get(),
-                                     pref.get(), max_count, results.data(), &returned);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return {};
-  GPUVS_CUBLAS_CHECK(st);
-  results.resize(static_cast<size_t>(returned));
-  std::erase_if(results, [](const auto& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
-  return results;
-}
-
 LtAlgoConfig lt_algo_config(const cublasLtMatmulAlgo_t& algo) {
   // Attribute types as cublasLt.h documents them: ID and SPLITK_NUM int32_t, TILE_ID
   // and STAGES_ID uint32_t.

@@ -1,6 +1,7 @@
 // RAII owners for cuBLASLt objects: the library handle, a matmul descriptor, a
 // matrix layout and a matmul preference. Copy is deleted everywhere; every failing
 // call throws gpuvs::Error through GPUVS_CUBLAS_CHECK (library, expression, line).
+// GEMMs are built from these by gpu/lt_gemm.h.
 #pragma once
 
 #include <cublasLt.h>
@@ -8,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace gpuvs {
 
@@ -67,14 +67,6 @@ class LtMatmulPreference {
  private:
   cublasLtMatmulPreference_t pref_ = nullptr;
 };
-
-// Up to `max_count` algorithms in cuBLASLt's heuristic order for D = op(A) op(B):
-// empty when cuBLASLt has none for this problem (CUBLAS_STATUS_NOT_SUPPORTED); any
-// other failure throws.
-std::vector<cublasLtMatmulHeuristicResult_t> lt_heuristics(
-    const LtHandle& handle, const LtMatmulDesc& desc, const LtMatrixLayout& a,
-    const LtMatrixLayout& b, const LtMatrixLayout& c, const LtMatrixLayout& d,
-    const LtMatmulPreference& pref, int max_count);
 
 // What an algorithm is, as cuBLASLt names it (CUBLASLT_ALGO_CONFIG_*); -1 where the
 // attribute cannot be read.

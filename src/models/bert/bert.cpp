@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
+#include "models/layers/gemm_dtype.h"
 
 namespace gpuvs::models {
 
@@ -96,7 +97,7 @@ BertLarge::~BertLarge() = default;
 void BertLarge::build() {
   const bool tf32 = config_.precision == Precision::kTf32;
   const auto linear = [&](int64_t rows, int64_t in, int64_t out, int64_t ld_x) {
-    LinearShape p;
+    DenseShape p;
     p.rows = rows;
     p.in = in;
     p.out = out;
@@ -104,7 +105,7 @@ void BertLarge::build() {
     p.dtype = dtype_;
     p.tf32 = tf32;
     p.train = train_;
-    return std::make_unique<Linear>(lt_, p);
+    return std::make_unique<DenseLayer>(lt_, p);
   };
   qkv_ = linear(n_, kHidden, 3 * kHidden, 0);
   attn_out_ = linear(n_, kHidden, kHidden, 0);
@@ -123,11 +124,11 @@ void BertLarge::build() {
   nsp_ = linear(b_, kHidden, kNspPadded, 0);
 
   const int64_t t = t_, d = kHeadDim;
-  GemmShape g;
+  RowMajorGemm g;
   g.batch = b_ * kHeads;
-  g.ab = dtype_;
+  g.a = g.b = g.c = gemm_elem(dtype_);
   g.tf32 = tf32;
-  GemmShape sc = g;  // (T, T) = (T, D) (T, D)^T
+  RowMajorGemm sc = g;  // (T, T) = (T, D) (T, D)^T
   sc.tb = true;
   sc.m = t;
   sc.n = t;
@@ -139,7 +140,7 @@ void BertLarge::build() {
   sc.stride_b = t * d;
   sc.stride_c = t * t;
   scores_ = std::make_unique<Gemm>(lt_, sc);
-  GemmShape cx = g;  // (T, D) = (T, T) (T, D)
+  RowMajorGemm cx = g;  // (T, D) = (T, T) (T, D)
   cx.m = t;
   cx.n = d;
   cx.k = t;
@@ -151,7 +152,7 @@ void BertLarge::build() {
   cx.stride_c = t * d;
   context_ = std::make_unique<Gemm>(lt_, cx);
   if (train_) {
-    GemmShape tr = cx;  // (T, D) = (T, T)^T (T, D)
+    RowMajorGemm tr = cx;  // (T, D) = (T, T)^T (T, D)
     tr.ta = true;
     transposed_ = std::make_unique<Gemm>(lt_, tr);
   }
@@ -166,10 +167,10 @@ void BertLarge::build() {
     fp8_metas_ = DeviceBuffer(metas.size() * sizeof(Fp8Meta));
     GPUVS_CUDA_CHECK(
         cudaMemcpy(fp8_metas_.get(), metas.data(), fp8_metas_.bytes(), cudaMemcpyHostToDevice));
-    const int64_t shapes[4][2] = {
+    const int64_t shapes[kEncoderDenseCount][2] = {
         {kHidden, 3 * kHidden}, {kHidden, kHidden}, {kHidden, kFfn}, {kFfn, kHidden}};
-    const char* names[4] = {"qkv", "attention output", "ffn1", "ffn2"};
-    for (int w = 0; w < 4; ++w)
+    const char* names[kEncoderDenseCount] = {"qkv", "attention output", "ffn1", "ffn2"};
+    for (int w = 0; w < kEncoderDenseCount; ++w)
       fp8_lin_[w] =
           std::make_unique<Fp8Linear>(lt_, n_, shapes[w][0], shapes[w][1], kLayers, train_,
                                       fp8_metas_.as<Fp8Meta>() + w * kLayers * kPer, names[w]);
@@ -199,7 +200,7 @@ void BertLarge::allocate() {
     std::vector<Fp8ScaleJob> jobs;
     for (int l = 0; l < kLayers; ++l) {
       const auto offs = fp8_weight_offsets(layout_.offsets(), l);
-      for (int w = 0; w < 4; ++w)
+      for (int w = 0; w < kEncoderDenseCount; ++w)
         if (const auto job = fp8_lin_[w]->weight_scale_job(l, master(offs[w])))
           jobs.push_back(*job);
     }
@@ -326,7 +327,7 @@ void BertLarge::cast_fp8_weights() {
   fp8_weight_scales_.run(stream_.get());
   for (int l = 0; l < kLayers; ++l) {
     const auto offs = fp8_weight_offsets(layout_.offsets(), l);
-    for (int w = 0; w < 4; ++w)
+    for (int w = 0; w < kEncoderDenseCount; ++w)
       fp8_lin_[w]->cast_weight(l, master(offs[w]), stream_.get());
   }
 }

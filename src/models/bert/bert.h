@@ -40,6 +40,7 @@
 
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
+#include "models/bert/encoder_dense.h"
 #include "models/bert/fp8.h"
 #include "models/bert/fp8_linear.h"
 #include "models/bert/gemm.h"
@@ -136,7 +137,7 @@ class BertLarge final : public Model {
   void upload_initial_state();
   void count_masked();  // host: mlm_fits_ from the labels on the GPU (synchronises)
 
-  // Steps (bert_steps.cpp).
+  // Steps (bert_steps.cpp; the dense layers in bert_dense.cpp).
   void run_forward(bool train);
   void layer_forward(int l, const void* x, LayerActs& L, bool train);
   void heads_forward(const void* x, bool train);
@@ -148,16 +149,13 @@ class BertLarge final : public Model {
   void unfused_attention_forward(uint32_t site, LayerActs& L, bool train);
   void unfused_attention_backward(uint32_t site, LayerActs& L, bool dropped);
   Dropout drop(uint32_t site, bool train) const;
-  // The encoder's dense layers, `which`: 0 QKV, 1 attention output, 2 FFN1, 3 FFN2;
-  // FP8 (fp8_lin_) or the storage type (Linear).
-  Linear& dense(int which) const;
-  // fp8: cast_done says the caller fused the layer's input (forward) or gradient
-  // (backward) cast into the kernel that produced it (the GELU and its gradient).
-  void dense_forward(int which, int l, const void* x, int64_t w_off, int64_t b_off, void* y,
-                     bool cast_done = false);
-  // dW (+)= dy^T x; dx = dy W + beta_dx dx.
-  void dense_backward(int which, int l, const void* x, const void* dy, void* dx, float beta_dx,
-                      int64_t w_off, bool accumulate, bool cast_done = false);
+  // The encoder's dense layers: FP8 (fp8_lin_) or the storage type (DenseLayer).
+  DenseLayer& dense(EncoderDense which) const;
+  // fp8: cast_done says the caller fused the layer's input cast into the kernel that
+  // produced it (the GELU).
+  void dense_forward(EncoderDense which, int l, const void* x, int64_t w_off, int64_t b_off,
+                     void* y, bool cast_done = false);
+  void dense_backward(const DenseBackward& a);
   void cast_fp8_weights();
   void calibrate_fp8();
   void before_step();  // FP8: weights set through set_tensor are cast
@@ -182,12 +180,12 @@ class BertLarge final : public Model {
   ParamLayout layout_;
   RegionTimer timer_;
 
-  std::unique_ptr<Linear> qkv_, attn_out_, ffn1_, ffn2_, transform_, decoder_, pooler_, nsp_;
+  std::unique_ptr<DenseLayer> qkv_, attn_out_, ffn1_, ffn2_, transform_, decoder_, pooler_, nsp_;
   // Training: the MLM decoder on the masked rows only (decoder_masked_, mlm_cap_ rows,
   // gathered by compact_labels), where the batch's masked count fits mlm_cap_ (checked
   // on the host whenever the labels change). The loss only uses those rows; all
   // positions' logits are computed when get_tensor asks for them.
-  std::unique_ptr<Linear> decoder_masked_;
+  std::unique_ptr<DenseLayer> decoder_masked_;
   int64_t mlm_cap_ = 0;
   bool mlm_fits_ = false;         // the labels' masked count <= mlm_cap_
   bool mlm_gathered_ = false;     // the last forward ran decoder_masked_
@@ -203,9 +201,9 @@ class BertLarge final : public Model {
   DeviceBuffer lse_, delta_;
   bool fp8_ = false;
   bool fp8_weights_stale_ = false;
-  std::unique_ptr<Fp8Linear> fp8_lin_[4];  // fp8 only, `which` as dense()
-  DeviceBuffer fp8_metas_;                 // (4, layers, 3) Fp8Meta
-  Fp8ScaleBatch fp8_weight_scales_;        // the FP8 weights' current scaling
+  std::unique_ptr<Fp8Linear> fp8_lin_[kEncoderDenseCount];  // fp8 only, by EncoderDense
+  DeviceBuffer fp8_metas_;                                  // (4, layers, 3) Fp8Meta
+  Fp8ScaleBatch fp8_weight_scales_;                         // the FP8 weights' current scaling
 
   // Flat arrays (ParamLayout): FP32 master, working copy (16-bit only), FP32
   // gradients, AdamW moments.

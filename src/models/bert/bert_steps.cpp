@@ -17,25 +17,6 @@ uint32_t layer_site(int l) {
   return 1 + 3 * static_cast<uint32_t>(l);
 }
 
-// fp8 profile regions of the encoder's dense layers ([backward][which], `which` as
-// BertLarge::dense()): the casts (amax, transposes), the GEMMs, and the region the
-// layer's other work is in (marked again after the GEMMs).
-struct DenseRegions {
-  const char* cast;
-  const char* gemm;
-  const char* rest;
-};
-constexpr DenseRegions kDenseRegions[2][4] = {
-    {{"fwd qkv fp8 cast", "fwd qkv fp8 gemm", "fwd qkv"},
-     {"fwd attention out fp8 cast", "fwd attention out fp8 gemm", "fwd attention out+ln"},
-     {"fwd ffn1 fp8 cast", "fwd ffn1 fp8 gemm", "fwd ffn1+gelu"},
-     {"fwd ffn2 fp8 cast", "fwd ffn2 fp8 gemm", "fwd ffn2+ln"}},
-    {{"bwd qkv fp8 cast", "bwd qkv fp8 gemm", "bwd qkv"},
-     {"bwd attention out fp8 cast", "bwd attention out fp8 gemm", "bwd attention out+ln"},
-     {"bwd ffn1 fp8 cast", "bwd ffn1 fp8 gemm", "bwd ffn1+gelu"},
-     {"bwd ffn2 fp8 cast", "bwd ffn2 fp8 gemm", "bwd ffn2+ln"}},
-};
-
 }  // namespace
 
 Dropout BertLarge::drop(uint32_t site, bool train) const {
@@ -44,39 +25,6 @@ Dropout BertLarge::drop(uint32_t site, bool train) const {
   d.rng = rng_.as<uint64_t>();
   d.site = site;
   return d;
-}
-
-Linear& BertLarge::dense(int which) const {
-  Linear* const lin[4] = {qkv_.get(), attn_out_.get(), ffn1_.get(), ffn2_.get()};
-  return *lin[which];
-}
-
-void BertLarge::dense_forward(int which, int l, const void* x, int64_t w_off, int64_t b_off,
-                              void* y, bool cast_done) {
-  if (!fp8_) {
-    dense(which).forward(x, param(w_off), param(b_off), y, ws(), stream_.get());
-    return;
-  }
-  const DenseRegions& r = kDenseRegions[0][which];
-  fp8_lin_[which]->forward(l, x, param(w_off), param(b_off), y, ws(), stream_.get(),
-                           {&timer_, r.cast, r.gemm}, cast_done);
-  timer_.mark(r.rest, stream_.get());
-}
-
-void BertLarge::dense_backward(int which, int l, const void* x, const void* dy, void* dx,
-                               float beta_dx, int64_t w_off, bool accumulate, bool cast_done) {
-  cudaStream_t s = stream_.get();
-  const float beta = accumulate ? 1.0f : 0.0f;
-  if (fp8_) {
-    const DenseRegions& r = kDenseRegions[1][which];
-    fp8_lin_[which]->backward(l, x, param(w_off), dy, dx, beta_dx, grad(w_off), beta, ws(), s,
-                              {&timer_, r.cast, r.gemm}, cast_done);
-    timer_.mark(r.rest, s);
-    return;
-  }
-  dense(which).backward_weight(x, dy, grad(w_off), beta, ws(), s);
-  dense(which).backward_data(dy, param(w_off), dx, beta_dx, beta_dx != 0.0f ? dx : nullptr, ws(),
-                             s);
 }
 
 void BertLarge::before_step() {
@@ -179,7 +127,7 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
   const LayerOffsets& p = layout_.offsets().layers[l];
   const uint32_t site = layer_site(l);
   timer_.mark("fwd qkv", s);
-  dense_forward(0, l, x, p.qkv_w, p.qkv_b, qkv_tok_.get());
+  dense_forward(EncoderDense::kQkv, l, x, p.qkv_w, p.qkv_b, qkv_tok_.get());
   HeadsArgs h;
   h.batch = b_;
   h.seq = t_;
@@ -220,7 +168,7 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
   heads_to_tokens(m, s);
 
   timer_.mark("fwd attention out+ln", s);
-  dense_forward(1, l, L.ctx.get(), p.ao_w, p.ao_b, dense_out_.get());
+  dense_forward(EncoderDense::kAttentionOut, l, L.ctx.get(), p.ao_w, p.ao_b, dense_out_.get());
   LnForwardArgs ln;
   ln.rows = n_;
   ln.c = kHidden;
@@ -236,20 +184,21 @@ void BertLarge::layer_forward(int l, const void* x, LayerActs& L, bool train) {
   layer_norm_forward(ln, s);
 
   timer_.mark("fwd ffn1+gelu", s);
-  dense_forward(2, l, L.a.get(), p.ff1_w, p.ff1_b, L.h.get());
+  dense_forward(EncoderDense::kFfn1, l, L.a.get(), p.ff1_w, p.ff1_b, L.h.get());
   void* g = train ? L.g.get() : L.h.get();
   if (fp8_) {
     // The GELU fused into ffn2's input cast; g in bf16 only where a GEMM reads it.
-    timer_.mark(kDenseRegions[0][3].cast, s);
-    Fp8CastArgs c = fp8_lin_[3]->input_cast(l, L.h.get());
+    const int ffn2 = dense_index(EncoderDense::kFfn2);
+    timer_.mark(kDenseRegions[0][ffn2].cast, s);
+    Fp8CastArgs c = fp8_lin_[ffn2]->input_cast(l, L.h.get());
     c.op = Fp8CastOp::kGelu;
-    c.value_out = fp8_lin_[3]->reads_bf16_input() ? g : nullptr;
+    c.value_out = fp8_lin_[ffn2]->reads_bf16_input() ? g : nullptr;
     fp8_cast(c, s);
   } else {
     gelu_forward(L.h.get(), g, n_ * kFfn, dtype_, s);
   }
   timer_.mark("fwd ffn2+ln", s);
-  dense_forward(3, l, g, p.ff2_w, p.ff2_b, dense_out_.get(), fp8_);
+  dense_forward(EncoderDense::kFfn2, l, g, p.ff2_w, p.ff2_b, dense_out_.get(), fp8_);
   ln.residual = L.a.get();
   ln.gamma = param(p.ln2);
   ln.z_out = train ? L.z2.get() : nullptr;
@@ -486,16 +435,24 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   ln.partials = partials_.as<float>();
   ln.x_drop = drop(site + 2, true);
   layer_norm_backward(ln, s);
-  dense_backward(3, l, L.g.get(), ddense, d_h_.get(), 0.0f, p.ff2_w, accumulate);
+  dense_backward({.which = EncoderDense::kFfn2,
+                  .layer = l,
+                  .x = L.g.get(),
+                  .dy = ddense,
+                  .dx = d_h_.get(),
+                  .beta_dx = 0.0f,
+                  .w_off = p.ff2_w,
+                  .accumulate = accumulate});
   bias_grad(ddense, kHidden, p.ff2_b);
   if (fp8_) {
     // The GELU's gradient fused into ffn1's gradient cast, with the bias gradient's
     // column sums; dh in bf16 only where a GEMM reads it so.
-    timer_.mark(kDenseRegions[1][2].cast, s);
-    Fp8CastArgs c = fp8_lin_[2]->grad_cast(l, d_h_.get());
+    const int ffn1 = dense_index(EncoderDense::kFfn1);
+    timer_.mark(kDenseRegions[1][ffn1].cast, s);
+    Fp8CastArgs c = fp8_lin_[ffn1]->grad_cast(l, d_h_.get());
     c.op = Fp8CastOp::kGeluGrad;
     c.aux = L.h.get();
-    c.value_out = fp8_lin_[2]->reads_bf16_grad() ? d_h_.get() : nullptr;
+    c.value_out = fp8_lin_[ffn1]->reads_bf16_grad() ? d_h_.get() : nullptr;
     c.colsum = partials_.as<float>();
     fp8_cast(c, s);
     timer_.mark("bwd ffn1+gelu", s);
@@ -507,7 +464,15 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
     bias_grad(d_h_.get(), kFfn, p.ff1_b);
   }
   // da = dh W1 + dz2
-  dense_backward(2, l, L.a.get(), d_h_.get(), dres, 1.0f, p.ff1_w, accumulate, fp8_);
+  dense_backward({.which = EncoderDense::kFfn1,
+                  .layer = l,
+                  .x = L.a.get(),
+                  .dy = d_h_.get(),
+                  .dx = dres,
+                  .beta_dx = 1.0f,
+                  .w_off = p.ff1_w,
+                  .accumulate = accumulate,
+                  .cast_done = fp8_});
 
   // Attention LayerNorm, in place: dres = dz1, ddense = dropout'(dz1).
   timer_.mark("bwd attention out+ln", s);
@@ -518,7 +483,14 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   ln.dgamma = grad(p.ln1);
   ln.x_drop = drop(site + 1, true);
   layer_norm_backward(ln, s);
-  dense_backward(1, l, L.ctx.get(), ddense, d_ctx_.get(), 0.0f, p.ao_w, accumulate);
+  dense_backward({.which = EncoderDense::kAttentionOut,
+                  .layer = l,
+                  .x = L.ctx.get(),
+                  .dy = ddense,
+                  .dx = d_ctx_.get(),
+                  .beta_dx = 0.0f,
+                  .w_off = p.ao_w,
+                  .accumulate = accumulate});
   bias_grad(ddense, kHidden, p.ao_b);
 
   timer_.mark(flash_ ? "bwd attention core" : "bwd attention dP+dV", s);
@@ -565,7 +537,14 @@ void BertLarge::layer_backward(int l, const void* x, LayerActs& L, bool accumula
   timer_.mark("bwd qkv", s);
   bias_grad(d_qkv_.get(), 3 * kHidden, p.qkv_b);
   // dx = dqkv Wqkv + dz1
-  dense_backward(0, l, x, d_qkv_.get(), dres, 1.0f, p.qkv_w, accumulate);
+  dense_backward({.which = EncoderDense::kQkv,
+                  .layer = l,
+                  .x = x,
+                  .dy = d_qkv_.get(),
+                  .dx = dres,
+                  .beta_dx = 1.0f,
+                  .w_off = p.qkv_w,
+                  .accumulate = accumulate});
 }
 
 // dP = dC V^T, dV = P^T dC, the softmax backward, dQ = dS K s, dK = dS^T Q s.

@@ -23,7 +23,7 @@ void mark(const Fp8Marks& m, const char* name, cudaStream_t s) {
 }
 
 // An FP8 GEMM, or null with `why` set where cuBLASLt runs none for this shape.
-std::unique_ptr<Gemm> try_fp8(const LtHandle& handle, const GemmShape& g, std::string& why) {
+std::unique_ptr<Gemm> try_fp8(const LtHandle& handle, const RowMajorGemm& g, std::string& why) {
   try {
     return std::make_unique<Gemm>(handle, g);
   } catch (const Error& e) {
@@ -39,17 +39,18 @@ Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t o
     : rows_(rows), in_(in), out_(out), train_(train), metas_(metas), name_(name) {
   // The trial runs' scale pointers: layer 1's, as aligned as every layer's (fp8.h).
   const int tl = layers > 1 ? 1 : 0;
-  LinearShape ls;
+  DenseShape ls;
   ls.rows = rows;
   ls.in = in;
   ls.out = out;
   ls.dtype = DType::kBF16;
   ls.train = train;
-  bf16_ = std::make_unique<Linear>(handle, ls);
+  bf16_ = std::make_unique<DenseLayer>(handle, ls);
 
-  GemmShape f;  // y (rows, out) = x (rows, in) W (out, in)^T
+  RowMajorGemm f;  // y (rows, out) = x (rows, in) W (out, in)^T
   f.name = name + " fwd (FP8, every layer)";
-  f.fp8 = true;
+  f.a = f.b = GemmElem::kE4M3;
+  f.c = GemmElem::kBF16;
   f.fast_accum = true;
   f.tb = true;
   f.m = rows;
@@ -67,10 +68,11 @@ Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t o
     w8_ = DeviceBuffer(size_t(layers) * out * in);
   }
   if (!train) return;
-  GemmShape d;  // dx (rows, in) = dy (rows, out) (W^T stored (in, out))^T
+  RowMajorGemm d;  // dx (rows, in) = dy (rows, out) (W^T stored (in, out))^T
   d.name = name + " dgrad (FP8, every layer)";
-  d.fp8 = true;
-  d.a_e5m2 = true;
+  d.a = GemmElem::kE5M2;
+  d.b = GemmElem::kE4M3;
+  d.c = GemmElem::kBF16;
   d.tb = true;
   d.m = rows;
   d.n = in;
@@ -86,10 +88,10 @@ Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t o
     w8t_ = DeviceBuffer(size_t(layers) * in * out);
     dy8_ = DeviceBuffer(size_t(rows) * out);
   }
-  GemmShape w;  // dW (out, in) = dy^T (out, rows) (x^T stored (in, rows))^T
+  RowMajorGemm w;  // dW (out, in) = dy^T (out, rows) (x^T stored (in, rows))^T
   w.name = name + " wgrad (FP8, every layer)";
-  w.fp8 = true;
-  w.a_e5m2 = true;
+  w.a = GemmElem::kE5M2;
+  w.b = GemmElem::kE4M3;
   w.tb = true;
   w.m = out;
   w.n = in;
@@ -97,14 +99,14 @@ Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t o
   w.lda = rows;
   w.ldb = rows;
   w.ldc = in;
-  w.c_f32 = true;
+  w.c = GemmElem::kF32;
   w.accumulate = true;
   w.a_scale = &meta(tl, 2)->scale_inv;
   w.b_scale = &meta(tl, 0)->scale_inv;
   std::string why_f32;
   wgrad_ = try_fp8(handle, w, why_f32);
   if (!wgrad_) {  // no FP8 kernel with an FP32 output: bf16, then added
-    w.c_f32 = false;
+    w.c = GemmElem::kBF16;
     w.accumulate = false;
     wgrad_ = try_fp8(handle, w, wgrad_why_);
     if (wgrad_) {
@@ -193,33 +195,33 @@ void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias,
   run_in_layer(*fwd_, l, x8_.get(), w(l), y, 1.0f, 0.0f, nullptr, bias, ws, s);
 }
 
-void Fp8Linear::backward(int l, const void* x, const void* w16, const void* dy, void* dx,
-                         float beta_dx, float* dw, float beta_w, void* ws, cudaStream_t s,
-                         const Fp8Marks& marks, bool dy_cast_done) {
+void Fp8Linear::backward(const Fp8Backward& a, cudaStream_t s) {
   if (!train_) throw Error("Fp8Linear::backward: built for inference");
-  if (!dy_cast_done && (dgrad_ || wgrad_)) {
-    mark(marks, marks.cast, s);
-    fp8_cast(grad_cast(l, dy), s);
+  const int l = a.layer;
+  if (!a.dy_cast_done && (dgrad_ || wgrad_)) {
+    mark(a.marks, a.marks.cast, s);
+    fp8_cast(grad_cast(l, a.dy), s);
   }
-  mark(marks, marks.gemm, s);
+  mark(a.marks, a.marks.gemm, s);
   if (!wgrad_) {
-    bf16_->backward_weight(x, dy, dw, beta_w, ws, s);
+    bf16_->backward_weight(a.x, a.dy, a.dw, a.beta_dw, a.ws, s);
   } else {
     wgrad_->set_fp8_scales(&meta(l, 2)->scale_inv, &meta(l, 0)->scale_inv);
     if (wgrad_f32_) {
-      run_in_layer(*wgrad_, l, dy8t_.get(), x_t(l), dw, 1.0f, beta_w, nullptr, nullptr, ws, s);
-    } else {
-      run_in_layer(*wgrad_, l, dy8t_.get(), x_t(l), dw16_.get(), 1.0f, 0.0f, nullptr, nullptr, ws,
+      run_in_layer(*wgrad_, l, dy8t_.get(), x_t(l), a.dw, 1.0f, a.beta_dw, nullptr, nullptr, a.ws,
                    s);
-      add_bf16_into_f32(dw16_.get(), dw, out_ * in_, beta_w, s);
+    } else {
+      run_in_layer(*wgrad_, l, dy8t_.get(), x_t(l), dw16_.get(), 1.0f, 0.0f, nullptr, nullptr, a.ws,
+                   s);
+      add_bf16_into_f32(dw16_.get(), a.dw, out_ * in_, a.beta_dw, s);
     }
   }
   if (!dgrad_) {
-    bf16_->backward_data(dy, w16, dx, beta_dx, beta_dx != 0.0f ? dx : nullptr, ws, s);
+    bf16_->backward_data(a.dy, a.w16, a.dx, a.beta_dx, a.beta_dx != 0.0f ? a.dx : nullptr, a.ws, s);
     return;
   }
   dgrad_->set_fp8_scales(&meta(l, 2)->scale_inv, &meta(l, 1)->scale_inv);
-  run_in_layer(*dgrad_, l, dy8_.get(), w_t(l), dx, 1.0f, beta_dx, dx, nullptr, ws, s);
+  run_in_layer(*dgrad_, l, dy8_.get(), w_t(l), a.dx, 1.0f, a.beta_dx, a.dx, nullptr, a.ws, s);
 }
 
 }  // namespace gpuvs::models::bert

@@ -40,6 +40,22 @@ struct Fp8Marks {
   const char* gemm = nullptr;
 };
 
+// What Fp8Linear::backward reads and writes for encoder layer `layer`.
+struct Fp8Backward {
+  int layer = 0;
+  const void* x = nullptr;    // (rows, in) bf16, read where a GEMM runs in bf16
+  const void* w16 = nullptr;  // (out, in) bf16 working copy of W, likewise
+  const void* dy = nullptr;   // (rows, out) bf16
+  void* dx = nullptr;         // (rows, in) bf16 = dy W + beta_dx dx (in place)
+  float beta_dx = 0;
+  float* dw = nullptr;  // (out, in) fp32 = dy^T x + beta_dw dw
+  float beta_dw = 0;
+  void* ws = nullptr;  // kGemmWorkspaceBytes
+  Fp8Marks marks;
+  // The caller ran grad_cast(layer, dy), fused into the kernel producing dy.
+  bool dy_cast_done = false;
+};
+
 class Fp8Linear {
  public:
   // metas: (layers, 3) device metas of x, W and dy per layer, initialised by the caller.
@@ -63,12 +79,8 @@ class Fp8Linear {
   // caller ran input_cast(l, x) itself, fused into the kernel producing x.
   void forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
                cudaStream_t s, const Fp8Marks& marks = {}, bool x_cast_done = false);
-  // dx (rows, in) bf16 = dy W + beta_dx dx (in place); dw (out, in) fp32 = dy^T x + beta_w dw.
-  // x (rows, in) bf16 and w16 as in forward (used where a GEMM runs in bf16).
-  // dy_cast_done: the caller ran grad_cast(l, dy), fused into the kernel producing dy.
-  void backward(int l, const void* x, const void* w16, const void* dy, void* dx, float beta_dx,
-                float* dw, float beta_w, void* ws, cudaStream_t s, const Fp8Marks& marks = {},
-                bool dy_cast_done = false);
+  // dx and dw of one layer (Fp8Backward).
+  void backward(const Fp8Backward& args, cudaStream_t s);
 
   // The casts forward() and backward() run on x (E4M3, with x^T for wgrad) and dy
   // (E5M2, with dy^T), for a caller that fuses one into the kernel producing its
@@ -99,7 +111,7 @@ class Fp8Linear {
   std::string name_;
   std::unique_ptr<Gemm> fwd_, dgrad_, wgrad_;    // FP8; null: that GEMM runs in bf16
   std::string fwd_why_, dgrad_why_, wgrad_why_;  // why a GEMM is bf16
-  std::unique_ptr<Linear> bf16_;                 // the bf16 GEMMs
+  std::unique_ptr<DenseLayer> bf16_;             // the bf16 GEMMs
   bool wgrad_f32_ = true;                        // false: bf16 output into dw16_, then added
   DeviceBuffer x8_;                              // (rows, in) E4M3, FP8 forward
   DeviceBuffer x8t_;                             // (layers, in, rows) E4M3, FP8 wgrad

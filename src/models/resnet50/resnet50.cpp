@@ -157,14 +157,14 @@ void ResNet50::build_layers() {
     }
   }
   fc_entry_ = layout_.add_fc("fc", kClasses, 2048);
-  Linear::Params fp;
+  FullyConnected::Params fp;
   fp.n = n_;
   fp.in = 2048;
   fp.out = kClasses;
   fp.dtype = dtype_;
   fp.tf32 = config_.precision == Precision::kTf32;
   fp.train = train_;
-  fc_ = std::make_unique<Linear>(fp);
+  fc_ = std::make_unique<FullyConnected>(fp);
   layout_.finish();
 
   const auto resolve = [&](ConvBn& l) {
@@ -276,7 +276,7 @@ void ResNet50::select_algorithms() {
   // when training).
   void* dx = train_ ? dgrad_[0].get() : nullptr;
   ConvAlgoCache cache;
-  size_t need = Linear::kWorkspaceBytes;
+  size_t need = FullyConnected::kWorkspaceBytes;
   const auto select = [&](ConvBn& l, const void* in) {
     l.conv->select_algorithms(cudnn_.get(), cache, const_cast<void*>(in), param(l.w_off), l.x.get(),
                               dx, train_ ? grad(l.w_off) : nullptr, search.get(), search_bytes);

@@ -28,8 +28,8 @@
 #include "models/layers/batch_norm.h"
 #include "models/layers/conv2d.h"
 #include "models/layers/cudnn.h"
+#include "models/layers/fully_connected.h"
 #include "models/layers/layer_timer.h"
-#include "models/layers/linear.h"
 #include "models/layers/sgd.h"
 #include "models/model.h"
 #include "models/resnet50/params.h"
@@ -132,7 +132,7 @@ class ResNet50 final : public Model {
 
   ConvBn stem_;
   std::vector<Bottleneck> blocks_;
-  std::unique_ptr<Linear> fc_;
+  std::unique_ptr<FullyConnected> fc_;
   size_t fc_entry_ = 0;
 
   // Flat arrays (ParamLayout): FP32 master, working copy (16-bit only; else the

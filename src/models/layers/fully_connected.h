@@ -1,8 +1,8 @@
-// The classifier y = x W^T (+ bias elsewhere) through cuBLASLt, with its two
-// backward GEMMs. Row-major PyTorch shapes: x (N, in), W (out, in), y (N, out).
-// The forward output is FP32 whatever the input type (the loss reads FP32 logits);
-// gradients are in the storage type. Algorithms come from cuBLASLt's heuristic once,
-// at construction.
+// The fully connected classifier y = x W^T (the bias is added by the caller) through
+// cuBLASLt (gpu/lt_gemm.h), with its two backward GEMMs. Row-major PyTorch shapes:
+// x (N, in), W (out, in), y (N, out). The forward output is FP32 whatever the input
+// type (the loss reads FP32 logits); gradients are in the storage type. Algorithms
+// come from cuBLASLt's heuristic once, at construction.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,11 +11,12 @@
 #include <memory>
 
 #include "gpu/cublaslt.h"
+#include "gpu/lt_gemm.h"
 #include "models/layers/dtype.h"
 
 namespace gpuvs::models {
 
-class Linear {
+class FullyConnected {
  public:
   struct Params {
     int n = 0, in = 0, out = 0;
@@ -25,10 +26,9 @@ class Linear {
   };
   static constexpr size_t kWorkspaceBytes = 32u << 20;
 
-  explicit Linear(const Params& p);
-  ~Linear();
-  Linear(const Linear&) = delete;
-  Linear& operator=(const Linear&) = delete;
+  explicit FullyConnected(const Params& p);
+  FullyConnected(const FullyConnected&) = delete;
+  FullyConnected& operator=(const FullyConnected&) = delete;
 
   double forward_flops() const { return 2.0 * p_.n * double(p_.in) * p_.out; }
 
@@ -41,12 +41,12 @@ class Linear {
                        cudaStream_t s) const;
 
  private:
-  struct Plan;
-  void run(const Plan& plan, const void* a, const void* b, float beta, void* d, void* ws,
+  // d = op(a) op(b) + beta d in RowMajorGemm's terms.
+  void run(const LtGemm& g, const void* a, const void* b, float beta, void* d, void* ws,
            cudaStream_t s) const;
   Params p_;
   LtHandle handle_;
-  std::unique_ptr<Plan> fwd_, dgrad_, wgrad_;
+  std::unique_ptr<LtGemm> fwd_, dgrad_, wgrad_;
 };
 
 }  // namespace gpuvs::models

@@ -1,0 +1,174 @@
+// Kernels and launchers of reduce_kernels.h.
+#include <type_traits>
+
+#include "core/error.h"
+#include "gpu/check.h"
+#include "gpu/device.h"
+#include "gpu/reduce.cuh"
+#include "reduce_kernels.h"
+
+namespace gpuvs::test {
+
+namespace {
+
+constexpr int kWarpTestBlock = 256;
+
+struct PairSumOp {
+  __device__ PairSum operator()(PairSum x, PairSum y) const { return {x.s + y.s, x.a + y.a}; }
+};
+
+// Launch: kThreads threads per block, one value each.
+template <int kThreads, ShuffleTree kTree, class T, class Op>
+__global__ void block_kernel(const T* in, T* first, T* all,
+                             T* reversed) {  // in: (blocks * kThreads)
+  __shared__ BlockScratch<T, kThreads> scratch;
+  const T* mine = in + int64_t(blockIdx.x) * kThreads;
+  const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  const T r = block_reduce<kThreads, kTree>(mine[threadIdx.x], Op{}, scratch);
+  if (threadIdx.x == 0) first[blockIdx.x] = r;
+  __syncthreads();  // block_reduce leaves the scratch to the caller
+  all[i] = block_reduce_all<kThreads, kTree>(mine[threadIdx.x], Op{}, scratch);
+  reversed[i] = block_reduce_all<kThreads, kTree>(mine[kThreads - 1 - threadIdx.x], Op{}, scratch);
+}
+
+// Launch: kWarpTestBlock threads per block, one value each.
+template <int kLanes, ShuffleTree kTree, class T, class Op>
+__global__ void warp_kernel(const T* in, T* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  out[i] = warp_reduce<kTree, kLanes>(in[i], Op{});
+}
+
+template <class T>
+DeviceBuffer to_device(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T));
+  GPUVS_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+template <class T>
+std::vector<T> to_host(const DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  GPUVS_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// Calls f(Op{}) with the device operation of `op`, where T has it.
+template <class T, class F>
+void with_op(TestOp op, F&& f) {
+  if constexpr (std::is_same_v<T, PairSum>) {
+    if (op != TestOp::kPairSum) throw Error("PairSum reduces with kPairSum only");
+    f(PairSumOp{});
+  } else {
+    switch (op) {
+      case TestOp::kSum:
+        return f(SumOp{});
+      case TestOp::kMax:
+        return f(MaxOp{});
+      case TestOp::kMin:
+        return f(MinOp{});
+      case TestOp::kPairSum:
+        break;
+    }
+    throw Error("kPairSum reduces PairSum only");
+  }
+}
+
+template <class F>
+void with_tree(TestTree tree, F&& f) {
+  if (tree == TestTree::kButterfly)
+    f(std::integral_constant<ShuffleTree, ShuffleTree::kButterfly>{});
+  else
+    f(std::integral_constant<ShuffleTree, ShuffleTree::kDown>{});
+}
+
+template <int kThreads, class T>
+void launch_block(const T* in, T* first, T* all, T* reversed, unsigned blocks, TestTree tree,
+                  TestOp op) {
+  with_tree(tree, [&](auto t) {
+    with_op<T>(op, [&](auto o) {
+      block_kernel<kThreads, decltype(t)::value, T, decltype(o)>
+          <<<blocks, kThreads>>>(in, first, all, reversed);
+    });
+  });
+}
+
+template <int kLanes, class T>
+void launch_warp(const T* in, T* out, unsigned blocks, TestTree tree, TestOp op) {
+  with_tree(tree, [&](auto t) {
+    with_op<T>(op, [&](auto o) {
+      warp_kernel<kLanes, decltype(t)::value, T, decltype(o)><<<blocks, kWarpTestBlock>>>(in, out);
+    });
+  });
+}
+
+}  // namespace
+
+template <class T>
+BlockOutputs<T> run_block_reduce(const std::vector<T>& in, int threads, TestTree tree, TestOp op) {
+  if (threads <= 0 || in.empty() || in.size() % threads != 0)
+    throw Error("run_block_reduce: the input is whole blocks");
+  const unsigned blocks = static_cast<unsigned>(in.size() / threads);
+  const DeviceBuffer d_in = to_device(in);
+  DeviceBuffer first(blocks * sizeof(T)), all(in.size() * sizeof(T)),
+      reversed(in.size() * sizeof(T));
+  const T* i = d_in.as<T>();
+  T* f = first.as<T>();
+  T* a = all.as<T>();
+  T* r = reversed.as<T>();
+  switch (threads) {
+    case 32:
+      launch_block<32>(i, f, a, r, blocks, tree, op);
+      break;
+    case 96:
+      launch_block<96>(i, f, a, r, blocks, tree, op);
+      break;
+    case 256:
+      launch_block<256>(i, f, a, r, blocks, tree, op);
+      break;
+    case 1024:
+      launch_block<1024>(i, f, a, r, blocks, tree, op);
+      break;
+    default:
+      throw Error("run_block_reduce: threads is 32, 96, 256 or 1024");
+  }
+  GPUVS_CUDA_CHECK_LAUNCH();
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  return {to_host<T>(first, blocks), to_host<T>(all, in.size()), to_host<T>(reversed, in.size())};
+}
+
+template <class T>
+std::vector<T> run_warp_reduce(const std::vector<T>& in, int lanes, TestTree tree, TestOp op) {
+  if (in.empty() || in.size() % kWarpTestBlock != 0)
+    throw Error("run_warp_reduce: the input is whole blocks of 256");
+  const unsigned blocks = static_cast<unsigned>(in.size() / kWarpTestBlock);
+  const DeviceBuffer d_in = to_device(in);
+  DeviceBuffer out(in.size() * sizeof(T));
+  switch (lanes) {
+    case 2:
+      launch_warp<2>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
+      break;
+    case 8:
+      launch_warp<8>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
+      break;
+    case 32:
+      launch_warp<32>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
+      break;
+    default:
+      throw Error("run_warp_reduce: lanes is 2, 8 or 32");
+  }
+  GPUVS_CUDA_CHECK_LAUNCH();
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  return to_host<T>(out, in.size());
+}
+
+#define GPUVS_REDUCE_TEST_TYPE(T)                                                             \
+  template BlockOutputs<T> run_block_reduce<T>(const std::vector<T>&, int, TestTree, TestOp); \
+  template std::vector<T> run_warp_reduce<T>(const std::vector<T>&, int, TestTree, TestOp);
+GPUVS_REDUCE_TEST_TYPE(float)
+GPUVS_REDUCE_TEST_TYPE(double)
+GPUVS_REDUCE_TEST_TYPE(int32_t)
+GPUVS_REDUCE_TEST_TYPE(uint64_t)
+GPUVS_REDUCE_TEST_TYPE(PairSum)
+#undef GPUVS_REDUCE_TEST_TYPE
+
+}  // namespace gpuvs::test

@@ -59,24 +59,23 @@ struct SumOp {
   }
 };
 
-// fmaxf / fmax for floating point (a NaN loses to a number), operator< otherwise.
-struct MaxOp {
-  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
-  __device__ __forceinline__ double operator()(double a, double b) const { return fmax(a, b); }
+// Max and min: fmaxf / fmax (fminf / fmin) for floating point, where a NaN loses to a
+// number; operator< otherwise.
+template <bool kMax>
+struct ExtremumOp {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return kMax ? fmaxf(a, b) : fminf(a, b);
+  }
+  __device__ __forceinline__ double operator()(double a, double b) const {
+    return kMax ? fmax(a, b) : fmin(a, b);
+  }
   template <class T>
   __device__ __forceinline__ T operator()(T a, T b) const {
-    return a < b ? b : a;
+    return (kMax ? a < b : b < a) ? b : a;
   }
 };
-
-struct MinOp {
-  __device__ __forceinline__ float operator()(float a, float b) const { return fminf(a, b); }
-  __device__ __forceinline__ double operator()(double a, double b) const { return fmin(a, b); }
-  template <class T>
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    return b < a ? b : a;
-  }
-};
+using MaxOp = ExtremumOp<true>;
+using MinOp = ExtremumOp<false>;
 
 namespace reduce_detail {
 
@@ -137,6 +136,20 @@ __device__ __forceinline__ T warp_reduce(T v, Op op) {
   return v;
 }
 
+namespace reduce_detail {
+
+// Each warp's result in scratch[warp], synchronised; returns the thread's warp value.
+template <int kThreads, ShuffleTree kTree, class T, class Op>
+__device__ __forceinline__ T publish_warps(T v, Op op, T* scratch) {
+  check_block<kThreads>();
+  v = warp_reduce<kTree>(v, op);
+  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  return v;
+}
+
+}  // namespace reduce_detail
+
 // Butterfly sum and max over the warp: every lane gets the result.
 template <class T>
 __device__ __forceinline__ T warp_sum(T v) {
@@ -153,10 +166,7 @@ __device__ __forceinline__ T warp_max(T v) {
 // scratch.
 template <int kThreads, ShuffleTree kTree, class T, class Op>
 __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
-  reduce_detail::check_block<kThreads>();
-  v = warp_reduce<kTree>(v, op);
-  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = v;
-  __syncthreads();
+  v = reduce_detail::publish_warps<kThreads, kTree>(v, op, scratch);
   return threadIdx.x == 0 ? reduce_detail::fold_warps<kThreads>(scratch, op) : v;
 }
 
@@ -165,12 +175,33 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
 // reused as soon as it returns.
 template <int kThreads, ShuffleTree kTree, class T, class Op>
 __device__ __forceinline__ T block_reduce_all(T v, Op op, T* scratch) {
-  reduce_detail::check_block<kThreads>();
-  v = warp_reduce<kTree>(v, op);
-  if (threadIdx.x % kWarpSize == 0) scratch[threadIdx.x / kWarpSize] = v;
-  __syncthreads();
+  reduce_detail::publish_warps<kThreads, kTree>(v, op, scratch);
   const T r = reduce_detail::fold_warps<kThreads>(scratch, op);
   __syncthreads();
+  return r;
+}
+
+// Shared memory of a column reduction: a (kRows, kCols) tile, padded by a column so
+// that neither the row writes nor the column reads conflict on banks.
+template <class T, int kRows, int kCols>
+using ColumnScratch = T[kRows][kCols + 1];
+
+// The reduction over the rows of a (kRows, kCols) tile of per-thread values, such as
+// partial sums of columns: thread (row, col) gives v; the threads of row 0 get their
+// column's op(...op(op(r0, r1), r2)..., r_last), in row order; the others get v back.
+// Every thread of the block calls it with a distinct (row, col), row < kRows and
+// col < kCols (it contains __syncthreads); scratch is the block's
+// `__shared__ ColumnScratch<T, kRows, kCols>`. Synchronises once; the caller
+// synchronises again before reusing scratch.
+template <int kRows, int kCols, class T, class Op>
+__device__ __forceinline__ T column_reduce(T v, int row, int col, Op op, T (*scratch)[kCols + 1]) {
+  scratch[row][col] = v;
+  __syncthreads();
+  if (row != 0) return v;
+  T r = scratch[0][col];
+#pragma unroll
+  for (int k = 1; k < kRows; ++k)
+    r = op(r, scratch[k][col]);
   return r;
 }
 

@@ -1,4 +1,5 @@
 // Kernels and launchers of reduce_kernels.h.
+#include <string>
 #include <type_traits>
 
 #include "core/error.h"
@@ -36,6 +37,16 @@ template <int kLanes, ShuffleTree kTree, class T, class Op>
 __global__ void warp_kernel(const T* in, T* out) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   out[i] = warp_reduce<kTree, kLanes>(in[i], Op{});
+}
+
+// Launch: (kCols, kRows) threads per block, one value each.
+template <int kRows, class T, class Op>
+__global__ void column_kernel(const T* in, T* out) {  // in: (blocks, kRows, 32), out: (blocks, 32)
+  constexpr int kCols = 32;
+  __shared__ ColumnScratch<T, kRows, kCols> scratch;
+  const T v = in[(int64_t(blockIdx.x) * kRows + threadIdx.y) * kCols + threadIdx.x];
+  const T r = column_reduce<kRows, kCols>(v, threadIdx.y, threadIdx.x, Op{}, scratch);
+  if (threadIdx.y == 0) out[int64_t(blockIdx.x) * kCols + threadIdx.x] = r;
 }
 
 template <class T>
@@ -81,6 +92,14 @@ void with_tree(TestTree tree, F&& f) {
     f(std::integral_constant<ShuffleTree, ShuffleTree::kDown>{});
 }
 
+// Calls f(std::integral_constant<int, n>{}) where n is one of kSizes; throws otherwise.
+template <int... kSizes, class F>
+void with_size(int n, const char* what, F&& f) {
+  const bool found =
+      ((n == kSizes ? (f(std::integral_constant<int, kSizes>{}), true) : false) || ...);
+  if (!found) throw Error(std::string(what) + ": a size the test kernels are not built for");
+}
+
 template <int kThreads, class T>
 void launch_block(const T* in, T* first, T* all, T* reversed, unsigned blocks, TestTree tree,
                   TestOp op) {
@@ -101,6 +120,13 @@ void launch_warp(const T* in, T* out, unsigned blocks, TestTree tree, TestOp op)
   });
 }
 
+template <int kRows, class T>
+void launch_column(const T* in, T* out, unsigned blocks, TestOp op) {
+  with_op<T>(op, [&](auto o) {
+    column_kernel<kRows, T, decltype(o)><<<blocks, dim3(32, kRows)>>>(in, out);
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -115,22 +141,9 @@ BlockOutputs<T> run_block_reduce(const std::vector<T>& in, int threads, TestTree
   T* f = first.as<T>();
   T* a = all.as<T>();
   T* r = reversed.as<T>();
-  switch (threads) {
-    case 32:
-      launch_block<32>(i, f, a, r, blocks, tree, op);
-      break;
-    case 96:
-      launch_block<96>(i, f, a, r, blocks, tree, op);
-      break;
-    case 256:
-      launch_block<256>(i, f, a, r, blocks, tree, op);
-      break;
-    case 1024:
-      launch_block<1024>(i, f, a, r, blocks, tree, op);
-      break;
-    default:
-      throw Error("run_block_reduce: threads is 32, 96, 256 or 1024");
-  }
+  with_size<32, 96, 256, 1024>(threads, "run_block_reduce", [&](auto k) {
+    launch_block<decltype(k)::value>(i, f, a, r, blocks, tree, op);
+  });
   GPUVS_CUDA_CHECK_LAUNCH();
   GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
   return {to_host<T>(first, blocks), to_host<T>(all, in.size()), to_host<T>(reversed, in.size())};
@@ -143,27 +156,33 @@ std::vector<T> run_warp_reduce(const std::vector<T>& in, int lanes, TestTree tre
   const unsigned blocks = static_cast<unsigned>(in.size() / kWarpTestBlock);
   const DeviceBuffer d_in = to_device(in);
   DeviceBuffer out(in.size() * sizeof(T));
-  switch (lanes) {
-    case 2:
-      launch_warp<2>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
-      break;
-    case 8:
-      launch_warp<8>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
-      break;
-    case 32:
-      launch_warp<32>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
-      break;
-    default:
-      throw Error("run_warp_reduce: lanes is 2, 8 or 32");
-  }
+  with_size<2, 8, 32>(lanes, "run_warp_reduce", [&](auto k) {
+    launch_warp<decltype(k)::value>(d_in.as<T>(), out.as<T>(), blocks, tree, op);
+  });
   GPUVS_CUDA_CHECK_LAUNCH();
   GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
   return to_host<T>(out, in.size());
 }
 
+template <class T>
+std::vector<T> run_column_reduce(const std::vector<T>& in, int rows, TestOp op) {
+  if (rows <= 0 || in.empty() || in.size() % (32 * static_cast<size_t>(rows)) != 0)
+    throw Error("run_column_reduce: the input is whole tiles");
+  const unsigned blocks = static_cast<unsigned>(in.size() / (32 * static_cast<size_t>(rows)));
+  const DeviceBuffer d_in = to_device(in);
+  DeviceBuffer out(blocks * 32 * sizeof(T));
+  with_size<8, 16, 32>(rows, "run_column_reduce", [&](auto k) {
+    launch_column<decltype(k)::value>(d_in.as<T>(), out.as<T>(), blocks, op);
+  });
+  GPUVS_CUDA_CHECK_LAUNCH();
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  return to_host<T>(out, blocks * size_t{32});
+}
+
 #define GPUVS_REDUCE_TEST_TYPE(T)                                                             \
   template BlockOutputs<T> run_block_reduce<T>(const std::vector<T>&, int, TestTree, TestOp); \
-  template std::vector<T> run_warp_reduce<T>(const std::vector<T>&, int, TestTree, TestOp);
+  template std::vector<T> run_warp_reduce<T>(const std::vector<T>&, int, TestTree, TestOp);   \
+  template std::vector<T> run_column_reduce<T>(const std::vector<T>&, int, TestOp);
 GPUVS_REDUCE_TEST_TYPE(float)
 GPUVS_REDUCE_TEST_TYPE(double)
 GPUVS_REDUCE_TEST_TYPE(int32_t)

@@ -35,4 +35,10 @@ BlockOutputs<T> run_block_reduce(const std::vector<T>& in, int threads, TestTree
 template <class T>
 std::vector<T> run_warp_reduce(const std::vector<T>& in, int lanes, TestTree tree, TestOp op);
 
+// column_reduce over a (rows, 32) tile per block (rows: 8, 16 or 32), blocks of
+// (32, rows) threads, in.size() a multiple of 32 * rows (in[b][row][col]): the results
+// of row 0's threads, (blocks, 32).
+template <class T>
+std::vector<T> run_column_reduce(const std::vector<T>& in, int rows, TestOp op);
+
 }  // namespace gpuvs::test

@@ -1,5 +1,6 @@
 // gpu/reduce.cuh against a host model of its trees: warp reductions over groups of 2,
-// 8 and 32 lanes, block reductions of 32, 96, 256 and 1024 threads, for float, double,
+// 8 and 32 lanes, block reductions of 32, 96, 256 and 1024 threads, column reductions
+// of 8, 16 and 32 rows, for float, double,
 // int32, uint64 and a struct, with sum, max and min. Floating-point inputs span six
 // orders of magnitude with both signs, so that another summation order would give other
 // bits; every result is compared bit for bit.
@@ -152,6 +153,23 @@ void check_warp(int lanes, TestTree tree, TestOp op) {
 }
 
 template <class T>
+void check_column(int rows, TestOp op) {
+  const int blocks = 3;
+  const std::vector<T> in = inputs<T>(static_cast<size_t>(blocks) * rows * 32, rows * 11 + 2);
+  const std::vector<T> got = run_column_reduce(in, rows, op);
+  for (int b = 0; b < blocks; ++b) {
+    for (int col = 0; col < 32; ++col) {
+      T want = in[static_cast<size_t>(b) * rows * 32 + col];
+      for (int r = 1; r < rows; ++r)
+        want = apply(op, want, in[(static_cast<size_t>(b) * rows + r) * 32 + col]);
+      const T& g = got[static_cast<size_t>(b) * 32 + col];
+      ASSERT_TRUE(same_bits(g, want)) << rows << " rows, block " << b << " column " << col << ": "
+                                      << show(g) << " vs " << show(want);
+    }
+  }
+}
+
+template <class T>
 void check_all(std::initializer_list<TestOp> ops) {
   for (TestTree tree : {TestTree::kButterfly, TestTree::kDown}) {
     for (TestOp op : ops) {
@@ -161,6 +179,9 @@ void check_all(std::initializer_list<TestOp> ops) {
         check_warp<T>(lanes, tree, op);
     }
   }
+  for (TestOp op : ops)
+    for (int rows : {8, 16, 32})
+      check_column<T>(rows, op);
 }
 
 constexpr auto kScalarOps = {TestOp::kSum, TestOp::kMax, TestOp::kMin};
@@ -173,24 +194,14 @@ TEST(Reduce, WarpSizeIsTheDevicesWarpSize) {
   EXPECT_EQ(warp, kWarp) << "gpu/reduce.cuh assumes warps of 32 lanes (kWarpSize)";
 }
 
-TEST(Reduce, Float) {
-  GPUVS_REQUIRE_GPU();
-  check_all<float>(kScalarOps);
-}
+template <class T>
+class ReduceScalar : public ::testing::Test {};
+using ScalarTypes = ::testing::Types<float, double, int32_t, uint64_t>;
+TYPED_TEST_SUITE(ReduceScalar, ScalarTypes);
 
-TEST(Reduce, Double) {
+TYPED_TEST(ReduceScalar, SumMaxMinMatchTheTrees) {
   GPUVS_REQUIRE_GPU();
-  check_all<double>(kScalarOps);
-}
-
-TEST(Reduce, Int32) {
-  GPUVS_REQUIRE_GPU();
-  check_all<int32_t>(kScalarOps);
-}
-
-TEST(Reduce, Uint64) {
-  GPUVS_REQUIRE_GPU();
-  check_all<uint64_t>(kScalarOps);
+  check_all<TypeParam>(kScalarOps);
 }
 
 TEST(Reduce, StructShuffledWordByWord) {

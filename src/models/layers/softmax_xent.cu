@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) xent_reduce_kernel(XentArgs a) {
     if (threadIdx.x == 0) *a.loss = s / float(a.n);
     return;
   }
-  __shared__ float sh[8][33];
+  __shared__ ColumnScratch<float, 8, 32> lanes;
   const int lane = threadIdx.x % 32, row0 = threadIdx.x / 32;
   const int j = blockIdx.x * 32 + lane;
   const T* d = static_cast<const T*>(a.dlogits);
@@ -58,11 +58,8 @@ __global__ void __launch_bounds__(kThreads) xent_reduce_kernel(XentArgs a) {
   if (j < a.classes)
     for (int i = row0; i < a.n; i += 8)
       s += to_f(d[int64_t(i) * a.classes + j]);
-  sh[row0][lane] = s;
-  __syncthreads();
+  s = column_reduce<8, 32>(s, row0, lane, SumOp{}, lanes);
   if (row0 != 0 || j >= a.classes) return;
-  for (int k = 1; k < 8; ++k)
-    s += sh[k][lane];
   T* db = static_cast<T*>(a.dbias);
   db[j] = from_f<T>(a.accumulate ? to_f(db[j]) + s : s);
 }

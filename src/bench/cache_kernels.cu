@@ -1,23 +1,11 @@
 // Cache kernels; launch assumptions in cache_kernels.h.
 #include "bench/cache_kernels.h"
 #include "gpu/check.h"
+#include "gpu/reduce.cuh"
 
 namespace gpuvs {
 
 namespace {
-
-template <class T>
-__device__ T block_sum(T v, T* scratch) {  // scratch: kCacheBlock / 32 entries
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_down_sync(0xffffffffu, v, offset);
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
-  __syncthreads();
-  T s = 0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kCacheBlock / 32; ++w)
-      s += scratch[w];
-  return s;
-}
 
 // Launch: kCacheBlock threads, any grid.
 __global__ void __launch_bounds__(kCacheBlock)
@@ -37,8 +25,8 @@ __global__ void __launch_bounds__(kCacheBlock)
       acc += v.x + v.y;
     }
   }
-  __shared__ double scratch[kCacheBlock / 32];
-  const double s = block_sum(acc, scratch);
+  __shared__ BlockScratch<double, kCacheBlock> scratch;
+  const double s = block_reduce<kCacheBlock, ShuffleTree::kDown>(acc, SumOp{}, scratch);
   if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 
@@ -65,8 +53,8 @@ __global__ void __launch_bounds__(kCacheBlock)
                  : "r"(base + v * 16));
     acc += x ^ y ^ z ^ w;
   }
-  __shared__ uint32_t scratch[kCacheBlock / 32];
-  const uint32_t s = block_sum(acc, scratch);
+  __shared__ BlockScratch<uint32_t, kCacheBlock> scratch;
+  const uint32_t s = block_reduce<kCacheBlock, ShuffleTree::kDown>(acc, SumOp{}, scratch);
   if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
+#include "gpu/reduce.cuh"
 
 namespace gpuvs {
 
@@ -128,11 +129,14 @@ struct Lines {
   int ncols;
 };
 
-__device__ inline double warp_sum(double x) {
-  for (int off = 16; off > 0; off /= 2)
-    x += __shfl_down_sync(0xffffffffu, x, off);
-  return x;
-}
+// A column's two sums, reduced together (one shuffle tree and one barrier for both).
+struct SumPair {
+  double s, a;
+};
+
+struct AddPair {
+  __device__ SumPair operator()(SumPair x, SumPair y) const { return {x.s + y.s, x.a + y.a}; }
+};
 
 // Launch: kBlock threads; one warp per checked element (grid-stride over warps).
 // Elements: every column of the sampled rows, then every row of the sampled columns.
@@ -158,8 +162,8 @@ __global__ void sampled_kernel(GemmView v, Lines lines, double tau, double u_out
       dot = fma(a, b, dot);
       abs_sum += fabs(a * b);
     }
-    dot = warp_sum(dot);
-    abs_sum = warp_sum(abs_sum);
+    dot = warp_reduce<ShuffleTree::kDown>(dot, SumOp{});
+    abs_sum = warp_reduce<ShuffleTree::kDown>(abs_sum, SumOp{});
     if (lane == 0) {
       const double d = load(v.d, v.d_type, i + j * v.m);
       const double ref = v.scale * dot;
@@ -192,7 +196,7 @@ __global__ void row_sums_kernel(const void* p, ElemType t, int64_t rows, int64_t
 // x(r, c) = p[r + c * ld]. Launch: kBlock threads, one block per column (grid-stride).
 __global__ void col_sums_kernel(const void* p, ElemType t, int64_t rows, int64_t cols, int64_t ld,
                                 const double* w, const double* wabs, double* sum, double* abs_sum) {
-  __shared__ double part_s[kBlock / 32], part_a[kBlock / 32];
+  __shared__ BlockScratch<SumPair, kBlock> scratch;
   for (int64_t col = blockIdx.x; col < cols; col += gridDim.x) {
     double s = 0, a = 0;
     for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
@@ -200,23 +204,12 @@ __global__ void col_sums_kernel(const void* p, ElemType t, int64_t rows, int64_t
       s += (w ? w[r] : 1.0) * x;
       a += (wabs ? wabs[r] : 1.0) * fabs(x);
     }
-    s = warp_sum(s);
-    a = warp_sum(a);
-    if ((threadIdx.x & 31) == 0) {
-      part_s[threadIdx.x / 32] = s;
-      part_a[threadIdx.x / 32] = a;
-    }
-    __syncthreads();
+    const SumPair t = block_reduce<kBlock, ShuffleTree::kDown>(SumPair{s, a}, AddPair{}, scratch);
     if (threadIdx.x == 0) {
-      double ts = 0, ta = 0;
-      for (int k = 0; k < kBlock / 32; ++k) {
-        ts += part_s[k];
-        ta += part_a[k];
-      }
-      sum[col] = ts;
-      abs_sum[col] = ta;
+      sum[col] = t.s;
+      abs_sum[col] = t.a;
     }
-    __syncthreads();
+    __syncthreads();  // scratch is reused by the next column
   }
 }
 

@@ -2,6 +2,7 @@
 #include "bench/host_kernels.h"
 #include "bench/pattern.h"
 #include "gpu/check.h"
+#include "gpu/reduce.cuh"
 
 namespace gpuvs {
 
@@ -13,18 +14,11 @@ __device__ uint64_t words_sum(uint4 v) {
   return static_cast<uint64_t>(v.x) + v.y + v.z + v.w;
 }
 
+// Launch: kBlock threads.
 __device__ void write_block_sum(uint64_t v, uint64_t* partials) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_down_sync(0xffffffffu, v, offset);
-  __shared__ uint64_t warp_sums[kBlock / 32];
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint64_t s = 0;
-    for (int w = 0; w < kBlock / 32; ++w)
-      s += warp_sums[w];
-    partials[blockIdx.x] = s;
-  }
+  __shared__ BlockScratch<uint64_t, kBlock> scratch;
+  v = block_reduce<kBlock, ShuffleTree::kDown>(v, SumOp{}, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
 // Launch: kBlock threads, any grid.

@@ -4,6 +4,7 @@
 #include "bench/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
+#include "gpu/reduce.cuh"
 
 namespace gpuvs {
 
@@ -46,17 +47,9 @@ struct Args {
 // Sum of `v` over the block, written by thread 0 to partials[blockIdx.x].
 // Launch: blockDim.x == kStreamBlock.
 __device__ void write_block_sum(double v, double* partials) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_down_sync(0xffffffffu, v, offset);
-  __shared__ double warp_sums[kStreamBlock / 32];
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double s = 0;
-    for (int w = 0; w < kStreamBlock / 32; ++w)
-      s += warp_sums[w];
-    partials[blockIdx.x] = s;
-  }
+  __shared__ BlockScratch<double, kStreamBlock> scratch;
+  v = block_reduce<kStreamBlock, ShuffleTree::kDown>(v, SumOp{}, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
 // Launch: kStreamBlock threads. A tile is U x kStreamBlock vectors; thread t handles

@@ -41,12 +41,12 @@
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
 #include "models/bert/encoder_dense.h"
+#include "measure/region_timer.h"
 #include "models/bert/fp8.h"
 #include "models/bert/fp8_linear.h"
 #include "models/bert/gemm.h"
 #include "models/bert/kernels.h"
 #include "models/bert/params.h"
-#include "models/bert/region_timer.h"
 #include "models/model.h"
 
 namespace gpuvs::models {

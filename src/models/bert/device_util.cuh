@@ -1,16 +1,18 @@
 // Device helpers shared by BERT's kernels (nvcc only): dropout (the mask itself is
-// dropout_hash.h's), packed loads and stores, warp sums.
+// dropout_hash.h's), packed loads and stores, GELU. Their reductions are
+// gpu/reduce.cuh's (warp_sum and warp_max: butterflies, every lane gets the result).
 #pragma once
 
 #include <cstdint>
 
+#include "gpu/reduce.cuh"
 #include "models/bert/dropout_hash.h"
 #include "models/bert/kernels.h"
 #include "models/layers/dtype.h"
 
 namespace gpuvs::models::bert {
 
-constexpr int kWarp = 32;
+constexpr int kWarp = kWarpSize;
 
 // One dropout site as a kernel applies it: the step's key, the 16-bit threshold and
 // the scale of kept values. on is false when p is 0 (everything kept, unscaled).
@@ -114,20 +116,6 @@ __device__ __forceinline__ float gelu(float x) {
 
 __device__ __forceinline__ float gelu_grad(float x) {
   return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * __expf(-0.5f * x * x);
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
 }
 
 inline int grid_for(int64_t n, int threads, int max_blocks = 132 * 16) {

@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_fwd_kernel(FlashArgs a) {
       x[j] = sw[r * kLdf + half * 32 + j] * a.scale + (mask[j] != 0 ? 0.0f : kMaskBias);
       mx = fmaxf(mx, x[j]);
     }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = warp_reduce<ShuffleTree::kButterfly, 2>(mx, MaxOp{});  // the row's two lanes
     const float m_new = fmaxf(m, mx);
     const float alpha = __expf(m - m_new);
     float sum = 0.0f;
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kWarps* kWarp) flash_fwd_kernel(FlashArgs a) {
       sum += p;
       pw[r * kLdh + half * 32 + j] = from_f<T>(apply_kept(p, drop, keep, j));
     }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum = warp_reduce<ShuffleTree::kButterfly, 2>(sum, SumOp{});
     l = l * alpha + sum;
     m = m_new;
 #pragma unroll

@@ -33,17 +33,11 @@ __device__ __forceinline__ void atomic_max_nonneg(float* addr, float v) {
 }
 
 // *target = max(*target, the block's largest `amax`): one atomic per block. warp_amax
-// is the block's shared scratch of kBlock / kWarp floats.
+// is the block's shared BlockScratch<float, kBlock>.
 template <int kBlock>
 __device__ __forceinline__ void block_amax(float amax, float* warp_amax, float* target) {
-  amax = warp_max(amax);
-  if (threadIdx.x % kWarp == 0) warp_amax[threadIdx.x / kWarp] = amax;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kBlock / kWarp; ++w)
-      amax = fmaxf(amax, warp_amax[w]);
-    atomic_max_nonneg(target, amax);
-  }
+  amax = block_reduce<kBlock, ShuffleTree::kButterfly>(amax, MaxOp{}, warp_amax);
+  if (threadIdx.x == 0) atomic_max_nonneg(target, amax);
 }
 
 // 8 consecutive elements of src as floats (p 16-byte aligned for 16-bit types, 32 for
@@ -65,7 +59,7 @@ template <class Src, Fp8CastOp kOp>
 __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
   // Rows padded to 80 bytes (as measured): 8-byte aligned for the row pieces.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
-  __shared__ float warp_amax[kCastThreads / kWarp];
+  __shared__ BlockScratch<float, kCastThreads> warp_amax;
   // kGeluGrad with colsum: the tile's values for its column sums (rows padded against
   // bank conflicts), and the sums of each quarter of the rows.
   constexpr bool kSums = kOp == Fp8CastOp::kGeluGrad;
@@ -164,7 +158,7 @@ __global__ void reset_amax_kernel(const Fp8ScaleJob* jobs, int count) {
 // grid (kAmaxBlocksPerJob, jobs): the blocks of a job stride over its float4s; one
 // atomic per block.
 __global__ void __launch_bounds__(kThreads) amax_kernel(const Fp8ScaleJob* jobs) {
-  __shared__ float warp_amax[kThreads / kWarp];
+  __shared__ BlockScratch<float, kThreads> warp_amax;
   const Fp8ScaleJob job = jobs[blockIdx.y];
   const float4* x = reinterpret_cast<const float4*>(job.src);
   float amax = 0.0f;

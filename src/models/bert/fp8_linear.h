@@ -26,7 +26,7 @@
 #include "gpu/device.h"
 #include "models/bert/fp8.h"
 #include "models/bert/gemm.h"
-#include "models/bert/region_timer.h"
+#include "measure/region_timer.h"
 
 namespace gpuvs::models::bert {
 

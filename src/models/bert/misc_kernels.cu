@@ -70,21 +70,8 @@ __global__ void add_bias_kernel(AddBiasArgs a) {
 
 // Block-wide sum (blockDim.x == kThreads), fixed order; every thread gets it.
 __device__ float block_sum(float v) {
-  __shared__ float shared[kThreads / kWarp];
-  __shared__ float total;
-  v = warp_sum(v);
-  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float s = 0.0f;
-    for (int w = 0; w < kThreads / kWarp; ++w)
-      s += shared[w];
-    total = s;
-  }
-  __syncthreads();
-  const float r = total;
-  __syncthreads();
-  return r;
+  __shared__ BlockScratch<float, kThreads> scratch;
+  return block_reduce_all<kThreads, ShuffleTree::kButterfly>(v, SumOp{}, scratch);
 }
 
 struct MaxSum {
@@ -98,24 +85,15 @@ __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
   return {m, a.s * __expf(a.m - m) + b.s * __expf(b.m - m)};
 }
 
+struct Combine {
+  __device__ MaxSum operator()(MaxSum a, MaxSum b) const { return combine(a, b); }
+};
+
+// Block-wide (max, sum of exp) (blockDim.x == kThreads), fixed order; every thread
+// gets it.
 __device__ MaxSum block_max_sum(MaxSum v) {
-  __shared__ MaxSum shared[kThreads / kWarp];
-  __shared__ MaxSum total;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    MaxSum other{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
-    v = combine(v, other);
-  }
-  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    MaxSum t = shared[0];
-    for (int w = 1; w < kThreads / kWarp; ++w)
-      t = combine(t, shared[w]);
-    total = t;
-  }
-  __syncthreads();
-  return total;
+  __shared__ BlockScratch<MaxSum, kThreads> scratch;
+  return block_reduce_all<kThreads, ShuffleTree::kButterfly>(v, Combine{}, scratch);
 }
 
 // One block per row.

@@ -252,19 +252,14 @@ constexpr int kReduceLanes = 16;
 __global__ void __launch_bounds__(kWarp* kReduceLanes)
     reduce_partials_kernel(const float* __restrict__ partials, int64_t count, int64_t width,
                            float* __restrict__ out, bool accumulate) {
-  __shared__ float lanes[kReduceLanes][kWarp + 1];
+  __shared__ ColumnScratch<float, kReduceLanes, kWarp> lanes;
   const int64_t j = int64_t(blockIdx.x) * kWarp + threadIdx.x;
   float s = 0.0f;
   if (j < width)
     for (int64_t p = threadIdx.y; p < count; p += kReduceLanes)
       s += partials[p * width + j];
-  lanes[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
+  s = column_reduce<kReduceLanes, kWarp>(s, threadIdx.y, threadIdx.x, SumOp{}, lanes);
   if (threadIdx.y != 0 || j >= width) return;
-  s = 0.0f;
-#pragma unroll
-  for (int y = 0; y < kReduceLanes; ++y)
-    s += lanes[y][threadIdx.x];
   out[j] = accumulate ? out[j] + s : s;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
+#include "gpu/reduce.cuh"
 #include "models/layers/batch_norm.h"
 
 namespace gpuvs::models {
@@ -120,38 +121,35 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Block (32, 32): 32 channels, 32 lanes over the chunks; sums in double.
-__device__ __forceinline__ void sum_partials(const float* partials, int chunks, int c, int ch,
-                                             double& sa, double& sb) {
-  __shared__ double sh[2][32][33];
-  double a = 0.0, b = 0.0;
+struct Sums {
+  double a, b;
+};
+
+struct AddSums {
+  __device__ Sums operator()(Sums x, Sums y) const { return {x.a + y.a, x.b + y.b}; }
+};
+
+// The two sums of channel ch over the chunks' partials, in double; valid in row
+// threadIdx.y == 0. Block (32, 32): 32 channels, 32 lanes over the chunks.
+__device__ __forceinline__ Sums sum_partials(const float* partials, int chunks, int c, int ch) {
+  __shared__ ColumnScratch<Sums, 32, 32> lanes;
+  Sums s{0.0, 0.0};
   if (ch < c) {
     for (int k = threadIdx.y; k < chunks; k += 32) {
-      a += partials[(int64_t(k) * 2 + 0) * c + ch];
-      b += partials[(int64_t(k) * 2 + 1) * c + ch];
+      s.a += partials[(int64_t(k) * 2 + 0) * c + ch];
+      s.b += partials[(int64_t(k) * 2 + 1) * c + ch];
     }
   }
-  sh[0][threadIdx.y][threadIdx.x] = a;
-  sh[1][threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  sa = 0.0;
-  sb = 0.0;
-  if (threadIdx.y == 0) {
-    for (int k = 0; k < 32; ++k) {
-      sa += sh[0][k][threadIdx.x];
-      sb += sh[1][k][threadIdx.x];
-    }
-  }
+  return column_reduce<32, 32>(s, threadIdx.y, threadIdx.x, AddSums{}, lanes);
 }
 
 __global__ void finalize_forward_kernel(const float* __restrict__ partials, int chunks, int64_t m,
                                         int c, BnForwardArgs a) {
   const int ch = blockIdx.x * 32 + threadIdx.x;
-  double s = 0.0, q = 0.0;
-  sum_partials(partials, chunks, c, ch, s, q);
+  const Sums sums = sum_partials(partials, chunks, c, ch);  // (sum x, sum x^2)
   if (threadIdx.y != 0 || ch >= c) return;
-  const double mean = s / double(m);
-  const double var = fmax(q / double(m) - mean * mean, 0.0);
+  const double mean = sums.a / double(m);
+  const double var = fmax(sums.b / double(m) - mean * mean, 0.0);
   const float invstd = static_cast<float>(1.0 / sqrt(var + double(a.eps)));
   const float scale = a.gamma[ch] * invstd;
   a.save_mean[ch] = static_cast<float>(mean);
@@ -175,12 +173,11 @@ template <class T>
 __global__ void finalize_backward_kernel(const float* __restrict__ partials, int chunks, int64_t m,
                                          int c, BnBackwardArgs a) {
   const int ch = blockIdx.x * 32 + threadIdx.x;
-  double sg = 0.0, sgx = 0.0;
-  sum_partials(partials, chunks, c, ch, sg, sgx);
+  const Sums sums = sum_partials(partials, chunks, c, ch);  // (sum g, sum g (x - mean))
   if (threadIdx.y != 0 || ch >= c) return;
   const float invstd = a.save_invstd[ch];
-  const float dbeta = static_cast<float>(sg);
-  const float dgamma = static_cast<float>(sgx) * invstd;
+  const float dbeta = static_cast<float>(sums.a);
+  const float dgamma = static_cast<float>(sums.b) * invstd;
   T* dg = static_cast<T*>(a.dgamma);
   T* db = static_cast<T*>(a.dbeta);
   dg[ch] = from_f<T>(a.accumulate ? to_f(dg[ch]) + dgamma : dgamma);

@@ -1,5 +1,6 @@
 // Kernels of softmax_xent.h.
 #include "gpu/check.h"
+#include "gpu/reduce.cuh"
 #include "models/layers/softmax_xent.h"
 
 namespace gpuvs::models {
@@ -8,24 +9,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ float block_reduce(float v, bool is_max) {
-  __shared__ float sh[kThreads / 32];
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, other) : v + other;
-  }
-  __syncthreads();  // sh may still be read from a previous call
-  if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-  __syncthreads();
-  float r = sh[0];
-  for (int i = 1; i < kThreads / 32; ++i)
-    r = is_max ? fmaxf(r, sh[i]) : r + sh[i];
-  return r;
-}
-
 // One block per row.
 template <class T>
 __global__ void __launch_bounds__(kThreads) xent_rows_kernel(XentArgs a) {
+  __shared__ BlockScratch<float, kThreads> scratch;
   const int row = blockIdx.x;
   float* z = a.logits + int64_t(row) * a.classes;
   float mx = -INFINITY;
@@ -34,11 +21,11 @@ __global__ void __launch_bounds__(kThreads) xent_rows_kernel(XentArgs a) {
     z[j] = v;
     mx = fmaxf(mx, v);
   }
-  mx = block_reduce(mx, true);
+  mx = block_reduce_all<kThreads, ShuffleTree::kButterfly>(mx, MaxOp{}, scratch);
   float sum = 0.f;
   for (int j = threadIdx.x; j < a.classes; j += kThreads)
     sum += __expf(z[j] - mx);
-  sum = block_reduce(sum, false);
+  sum = block_reduce_all<kThreads, ShuffleTree::kButterfly>(sum, SumOp{}, scratch);
   const int label = a.labels[row];
   const float scale = (a.loss_scale ? *a.loss_scale : 1.f) / float(a.n);
   const float inv_sum = 1.f / sum;
@@ -55,14 +42,15 @@ __global__ void __launch_bounds__(kThreads) xent_rows_kernel(XentArgs a) {
 template <class T>
 __global__ void __launch_bounds__(kThreads) xent_reduce_kernel(XentArgs a) {
   if (blockIdx.x == gridDim.x - 1) {
+    __shared__ BlockScratch<float, kThreads> scratch;
     float s = 0.f;
     for (int i = threadIdx.x; i < a.n; i += kThreads)
       s += a.row_loss[i];
-    s = block_reduce(s, false);
+    s = block_reduce<kThreads, ShuffleTree::kButterfly>(s, SumOp{}, scratch);
     if (threadIdx.x == 0) *a.loss = s / float(a.n);
     return;
   }
-  __shared__ float sh[8][33];
+  __shared__ ColumnScratch<float, 8, 32> lanes;
   const int lane = threadIdx.x % 32, row0 = threadIdx.x / 32;
   const int j = blockIdx.x * 32 + lane;
   const T* d = static_cast<const T*>(a.dlogits);
@@ -70,11 +58,8 @@ __global__ void __launch_bounds__(kThreads) xent_reduce_kernel(XentArgs a) {
   if (j < a.classes)
     for (int i = row0; i < a.n; i += 8)
       s += to_f(d[int64_t(i) * a.classes + j]);
-  sh[row0][lane] = s;
-  __syncthreads();
+  s = column_reduce<8, 32>(s, row0, lane, SumOp{}, lanes);
   if (row0 != 0 || j >= a.classes) return;
-  for (int k = 1; k < 8; ++k)
-    s += sh[k][lane];
   T* db = static_cast<T*>(a.dbias);
   db[j] = from_f<T>(a.accumulate ? to_f(db[j]) + s : s);
 }

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "gpu/device.h"
+#include "measure/region_timer.h"
 #include "models/layers/batch_norm.h"
 #include "models/layers/conv2d.h"
 #include "models/layers/cudnn.h"
 #include "models/layers/fully_connected.h"
-#include "models/layers/layer_timer.h"
 #include "models/layers/sgd.h"
 #include "models/model.h"
 #include "models/resnet50/params.h"
@@ -128,7 +128,7 @@ class ResNet50 final : public Model {
   Stream stream_;
   CudnnHandle cudnn_;
   ParamLayout layout_;
-  LayerTimer timer_;
+  RegionTimer timer_;
 
   ConvBn stem_;
   std::vector<Bottleneck> blocks_;

@@ -27,10 +27,10 @@ void ResNet50::generate_input(uint64_t seed) {
 void ResNet50::conv_bn_forward(ConvBn& l, const void* in, const void* residual, bool train) {
   cudaStream_t s = stream_.get();
   {
-    LayerTimer::Scope t(timer_, l.fwd_conv, s);
+    RegionTimer::Scope t(timer_, l.fwd_conv, s);
     l.conv->forward(cudnn_.get(), in, param(l.w_off), l.x.get(), ws(), ws_bytes());
   }
-  LayerTimer::Scope t(timer_, l.fwd_bn, s);
+  RegionTimer::Scope t(timer_, l.fwd_bn, s);
   BnForwardArgs a;
   a.x = l.x.get();
   a.y = l.y.get();
@@ -53,7 +53,7 @@ void ResNet50::run_forward(bool train) {
   conv_bn_forward(stem_, input_.get(), nullptr, train);
   const PoolShape stem_out{n_, stem_.conv->out_h(), stem_.conv->out_w(), 64, dtype_};
   {
-    LayerTimer::Scope t(timer_, "fwd maxpool", s);
+    RegionTimer::Scope t(timer_, "fwd maxpool", s);
     maxpool_forward(stem_out, stem_.y.get(), pool_out_.get(),
                     train ? argmax_.as<uint8_t>() : nullptr, s);
   }
@@ -66,17 +66,17 @@ void ResNet50::run_forward(bool train) {
   const ConvBn& last = blocks_.back().c3;
   const PoolShape head{n_, last.conv->out_h(), last.conv->out_w(), 2048, dtype_};
   {
-    LayerTimer::Scope t(timer_, "fwd avgpool", s);
+    RegionTimer::Scope t(timer_, "fwd avgpool", s);
     avgpool_forward(head, last.y.get(), pooled_.get(), s);
   }
   const ParamEntry& fc_w = layout_.at(fc_entry_);
   const ParamEntry& fc_b = layout_.at(fc_entry_ + 1);
   {
-    LayerTimer::Scope t(timer_, "fwd fc", s);
+    RegionTimer::Scope t(timer_, "fwd fc", s);
     fc_->forward(pooled_.get(), param(fc_w.offset), logits_.as<float>(), ws(), s);
   }
   if (!train) {
-    LayerTimer::Scope t(timer_, "fwd fc bias", s);
+    RegionTimer::Scope t(timer_, "fwd fc bias", s);
     add_bias(logits_.as<float>(), master(fc_b.offset), n_, kClasses, s);
   }
 }
@@ -86,7 +86,7 @@ void ResNet50::forward() {
 }
 
 void ResNet50::conv_bn_backward_bn(ConvBn& l, void* dy, void* g_out, bool accumulate) {
-  LayerTimer::Scope t(timer_, l.bwd_bn, stream_.get());
+  RegionTimer::Scope t(timer_, l.bwd_bn, stream_.get());
   BnBackwardArgs a;
   a.dy = dy;
   // The ReLU mask comes from y only where a residual was added before the ReLU;
@@ -114,7 +114,7 @@ void ResNet50::forward_backward(bool accumulate) {
   run_forward(true);
   const ParamEntry& fc_b = layout_.at(fc_entry_ + 1);
   {
-    LayerTimer::Scope t(timer_, "loss", s);
+    RegionTimer::Scope t(timer_, "loss", s);
     XentArgs x;
     x.n = n_;
     x.classes = kClasses;
@@ -140,13 +140,13 @@ void ResNet50::run_backward(bool accumulate) {
   const float beta = accumulate ? 1.0f : 0.0f;
   const ParamEntry& fc_w = layout_.at(fc_entry_);
   {
-    LayerTimer::Scope t(timer_, "bwd fc", s);
+    RegionTimer::Scope t(timer_, "bwd fc", s);
     fc_->backward_weight(pooled_.get(), dlogits_.get(), grad(fc_w.offset), beta, ws(), s);
     fc_->backward_data(dlogits_.get(), param(fc_w.offset), dpooled_.get(), ws(), s);
   }
   const ConvBn& last = blocks_.back().c3;
   {
-    LayerTimer::Scope t(timer_, "bwd avgpool", s);
+    RegionTimer::Scope t(timer_, "bwd avgpool", s);
     avgpool_backward(PoolShape{n_, last.conv->out_h(), last.conv->out_w(), 2048, dtype_},
                      dpooled_.get(), dgrad_[0].get(), s);
   }
@@ -163,25 +163,25 @@ void ResNet50::run_backward(bool accumulate) {
     conv_bn_backward_bn(b.c3, d_out, b.down ? tmp_ds : d_in, accumulate);
     if (b.down) {
       conv_bn_backward_bn(*b.down, tmp_ds, nullptr, accumulate);
-      LayerTimer::Scope t(timer_, b.down->bwd_conv, s);
+      RegionTimer::Scope t(timer_, b.down->bwd_conv, s);
       b.down->conv->backward_filter(h, b.input, tmp_ds, grad(b.down->w_off), beta, ws(),
                                     ws_bytes());
       b.down->conv->backward_data(h, tmp_ds, param(b.down->w_off), d_in, 0.0f, ws(), ws_bytes());
     }
     {
-      LayerTimer::Scope t(timer_, b.c3.bwd_conv, s);
+      RegionTimer::Scope t(timer_, b.c3.bwd_conv, s);
       b.c3.conv->backward_filter(h, b.c2.y.get(), d_out, grad(b.c3.w_off), beta, ws(), ws_bytes());
       b.c3.conv->backward_data(h, d_out, param(b.c3.w_off), tmp, 0.0f, ws(), ws_bytes());
     }
     conv_bn_backward_bn(b.c2, tmp, nullptr, accumulate);
     {
-      LayerTimer::Scope t(timer_, b.c2.bwd_conv, s);
+      RegionTimer::Scope t(timer_, b.c2.bwd_conv, s);
       b.c2.conv->backward_filter(h, b.c1.y.get(), tmp, grad(b.c2.w_off), beta, ws(), ws_bytes());
       b.c2.conv->backward_data(h, tmp, param(b.c2.w_off), d_out, 0.0f, ws(), ws_bytes());
     }
     conv_bn_backward_bn(b.c1, d_out, nullptr, accumulate);
     {
-      LayerTimer::Scope t(timer_, b.c1.bwd_conv, s);
+      RegionTimer::Scope t(timer_, b.c1.bwd_conv, s);
       b.c1.conv->backward_filter(h, b.input, d_out, grad(b.c1.w_off), beta, ws(), ws_bytes());
       // Adds to the shortcut's gradient already in d_in.
       b.c1.conv->backward_data(h, d_out, param(b.c1.w_off), d_in, 1.0f, ws(), ws_bytes());
@@ -190,12 +190,12 @@ void ResNet50::run_backward(bool accumulate) {
   }
   // d_out now holds the gradient of the max pool's output.
   {
-    LayerTimer::Scope t(timer_, "bwd maxpool", s);
+    RegionTimer::Scope t(timer_, "bwd maxpool", s);
     maxpool_backward(PoolShape{n_, stem_.conv->out_h(), stem_.conv->out_w(), 64, dtype_}, d_out,
                      argmax_.as<uint8_t>(), d_in, s);
   }
   conv_bn_backward_bn(stem_, d_in, nullptr, accumulate);
-  LayerTimer::Scope t(timer_, stem_.bwd_conv, s);
+  RegionTimer::Scope t(timer_, stem_.bwd_conv, s);
   stem_.conv->backward_filter(h, input_.get(), d_in, grad(stem_.w_off), beta, ws(), ws_bytes());
 }
 
@@ -203,7 +203,7 @@ void ResNet50::optimizer_step(int micro_steps) {
   if (!train_) throw UsageError("optimizer_step on a model built for inference");
   if (micro_steps < 1) throw UsageError("optimizer_step needs at least one micro-step");
   cudaStream_t s = stream_.get();
-  LayerTimer::Scope t(timer_, "sgd", s);
+  RegionTimer::Scope t(timer_, "sgd", s);
   const bool fp16 = config_.precision == Precision::kFp16;
   LossScaleState* scaler = scaler_.as<LossScaleState>();
   if (fp16) check_finite(grads_.get(), layout_.total(), dtype_, scaler, s);

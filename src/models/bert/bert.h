@@ -40,8 +40,8 @@
 
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
-#include "models/bert/encoder_dense.h"
 #include "measure/region_timer.h"
+#include "models/bert/encoder_dense.h"
 #include "models/bert/fp8.h"
 #include "models/bert/fp8_linear.h"
 #include "models/bert/gemm.h"

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/arch_rates.h"
 #include "bench/benchmarks.h"
-#include "bench/fma_kernels.h"
-#include "bench/gemm.h"
-#include "bench/gemm_check.h"
-#include "bench/roofline.h"
+#include "bench/compute/arch_rates.h"
+#include "bench/compute/fma_kernels.h"
+#include "bench/compute/gemm_check.h"
+#include "bench/compute/gemm_runner.h"
+#include "bench/compute/roofline_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"

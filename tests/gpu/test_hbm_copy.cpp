@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bench/benchmarks.h"
-#include "bench/pattern.h"
-#include "bench/stream_kernels.h"
+#include "bench/common/pattern.h"
+#include "bench/common/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "bench/benchmarks.h"
-#include "bench/cache_kernels.h"
-#include "bench/latency.h"
-#include "bench/latency_kernels.h"
-#include "bench/launch_kernels.h"
-#include "bench/mem_util.h"
+#include "bench/common/chase.h"
+#include "bench/common/chase_kernels.h"
+#include "bench/common/mem_util.h"
+#include "bench/launch/overhead_kernels.h"
+#include "bench/memory/cache_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"

@@ -302,7 +302,7 @@ TEST(Fma, BenchmarkRunsEveryPrecisionValidated) {
   const SystemInfo system = probe_system();
   BenchContext ctx{system, 0,       tiny_options(), true,    steady_wall_clock(),
                    {0},    nullptr, nullptr,        nullptr, {}};
-  const std::vector<Result> results = run_compute_fma(ctx);
+  const std::vector<Result> results = bench_entry("compute.fma").run(ctx);
   expect_ids_in_table(results);
   const std::vector<std::string> ids = {"compute.fma.fp64", "compute.fma.fp32",
                                         "compute.fma.fp16x2", "compute.fma.bf16x2",
@@ -324,7 +324,7 @@ TEST(Roofline, BenchmarkGivesIncreasingIntensitiesAndRidges) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx{system, 0, tiny_options(), false, steady_wall_clock(), {0}};
-  const std::vector<Result> results = run_compute_roofline(ctx);
+  const std::vector<Result> results = bench_entry("compute.roofline").run(ctx);
   expect_ids_in_table(results);
   std::set<std::string> ridges;
   std::map<std::string, double> last_intensity;

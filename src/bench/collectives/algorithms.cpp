@@ -149,4 +149,6 @@ std::vector<Result> run_collective_study(BenchContext& ctx) {
   return out;
 }
 
+GPUVS_BENCHMARK(run_collective_study, "collectives.algorithms");
+
 }  // namespace gpuvs

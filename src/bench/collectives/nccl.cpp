@@ -524,4 +524,6 @@ std::vector<Result> run_collectives(BenchContext& ctx) {
   return out;
 }
 
+GPUVS_BENCHMARK(run_collectives, "collectives.nccl");
+
 }  // namespace gpuvs

@@ -240,4 +240,6 @@ std::vector<Result> run_compute_fma(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_compute_fma, "compute.fma");
+
 }  // namespace gpuvs

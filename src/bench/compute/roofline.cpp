@@ -1,4 +1,4 @@
-// compute.roofline: the sweeps of roofline.h and their ridge points, as results
+// compute.roofline: the sweeps of roofline_kernels.h and their ridge points, as results
 // roofline.<kind> (one per point: parameters intensity and bytes, headline FLOP/s)
 // and roofline.<kind>.ridge (FLOP/B). H200 (2026-11-30): HBM 4.27 TB/s on the memory
 // roof; ridges FP32 14.8 FLOP/B, FP16x2 and BF16x2 24.3, BF16 GEMM 193.
@@ -279,5 +279,7 @@ std::vector<Result> run_compute_roofline(BenchContext& ctx) {
   results.push_back(std::move(ridge));
   return results;
 }
+
+GPUVS_BENCHMARK(run_compute_roofline, "compute.roofline");
 
 }  // namespace gpuvs

@@ -364,4 +364,6 @@ std::vector<Result> run_host_link(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_host_link, "host.link");
+
 }  // namespace gpuvs

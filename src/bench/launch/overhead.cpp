@@ -168,4 +168,6 @@ std::vector<Result> run_launch(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_launch, "launch.overhead");
+
 }  // namespace gpuvs

@@ -154,4 +154,6 @@ std::vector<Result> run_cache(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_cache, "memory.cache");
+
 }  // namespace gpuvs

@@ -109,4 +109,6 @@ std::vector<Result> run_capacity(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_capacity, "memory.capacity");
+
 }  // namespace gpuvs

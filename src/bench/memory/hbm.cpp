@@ -144,4 +144,6 @@ std::vector<Result> run_hbm(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_hbm, "memory.hbm");
+
 }  // namespace gpuvs

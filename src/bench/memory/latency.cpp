@@ -1,5 +1,5 @@
 // Load latency against working-set size, by dependent pointer chasing
-// (latency_kernels.h) over 4 KiB to 4 GiB, one node per 128-byte line: the chart
+// (chase_kernels.h) over 4 KiB to 4 GiB, one node per 128-byte line: the chart
 // shows the steps from L1 to L2 to HBM, and the TLB's reach beyond that. Working
 // sets up to twice the L2 are read once by many threads before timing, so what is
 // measured is the steady state, not the first touch. The H200's steps are listed in
@@ -94,5 +94,7 @@ std::vector<Result> run_latency(BenchContext& ctx) {
   }
   return results;
 }
+
+GPUVS_BENCHMARK(run_latency, "memory.latency");
 
 }  // namespace gpuvs

@@ -375,4 +375,6 @@ std::vector<Result> run_peer(BenchContext& ctx) {
   return results;
 }
 
+GPUVS_BENCHMARK(run_peer, "peer.link");
+
 }  // namespace gpuvs

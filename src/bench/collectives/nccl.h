@@ -1,6 +1,6 @@
 // NCCL collectives measured the nccl-tests way, checked element by element
-// (docs/collectives.md). Shared by the sweep (collectives.cpp: every op under NCCL's
-// default choice) and the algorithm study (collective_study.cpp).
+// (docs/collectives.md). Shared by the sweep (nccl.cpp: every op under NCCL's
+// default choice) and the algorithm study (algorithms.cpp).
 #pragma once
 
 #include <cstdint>
@@ -67,7 +67,7 @@ std::map<std::string, ParamValue> parameters(const std::string& op, const OpShap
                                              const CollectiveSweep& sweep, bool graph);
 
 // NVIDIA's nccl-tests at the same sizes, same GPUs, same environment, one process
-// driving them all (collectives_nccl_tests.cpp): its out-of-place figures as results
+// driving them all (nccl_tests.cpp): its out-of-place figures as results
 // beside ours.
 void run_nccl_tests_beside(const BenchContext& ctx, const std::string& op,
                            std::span<const int64_t> sizes, std::vector<Result>& out);

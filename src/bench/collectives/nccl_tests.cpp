@@ -1,4 +1,4 @@
-// NVIDIA's nccl-tests beside gpuvs's own collectives (collectives.h): the same sizes,
+// NVIDIA's nccl-tests beside gpuvs's own collectives (nccl.h): the same sizes,
 // GPUs and environment; its out-of-place figures become results of their own ids.
 #include <fmt/format.h>
 

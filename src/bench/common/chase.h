@@ -1,5 +1,5 @@
-// Load latency by dependent pointer chasing (latency_kernels.h), shared by the memory
-// latency sweep (latency.cpp) and the peer-link latency (peer.cpp).
+// Load latency by dependent pointer chasing (chase_kernels.h), shared by the memory
+// latency sweep (memory/latency.cpp) and the peer-link latency (peer/link.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Pointer-chase kernels; the chain's definition is in latency_kernels.h.
+// Pointer-chase kernels; the chain's definition is in chase_kernels.h.
 #include "bench/common/chase_kernels.h"
 #include "gpu/check.h"
 

@@ -1,4 +1,4 @@
-// Dependent pointer chasing for load latency (latency.cpp, peer.cpp).
+// Dependent pointer chasing for load latency (memory/latency.cpp, peer/link.cpp).
 //
 // A working set of `nodes` nodes, kChaseStride bytes apart (one per 128-byte line);
 // node x holds the address of node next(x) = (M x + A) mod nodes, an LCG with full

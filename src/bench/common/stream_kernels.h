@@ -1,7 +1,7 @@
 // The HBM streaming kernels (BabelStream's set plus read and write) and their
 // launch variants. Kernels live in stream_kernels.cu with no formatting or host
 // logic (nvcc's host pass cannot compile fmt's compile-time format checks); the
-// benchmark that times them is hbm_stream.cpp.
+// benchmark that times them is memory/hbm.cpp.
 //
 // Arrays hold doubles, moved as 16-byte double2 vectors. Element i of the inputs is
 // a(i) = 1 + (i mod 1024) and b(i) = 1 + (37 i mod 1024): small integers, so every

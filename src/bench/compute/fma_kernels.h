@@ -6,7 +6,7 @@
 // issued. The grid is exactly the blocks that fit on the GPU at once (occupancy x
 // SMs): one wave, every SM busy, every block doing the same work. Each thread writes
 // one value, the sum of its accumulators, so nothing can be optimised away and the
-// result can be checked against the CPU (compute_fma.cpp).
+// result can be checked against the CPU (fma.cpp).
 //
 // Work counted per launch: threads x outer x kFmaUnroll x kFmaAccumulators
 // instructions; 2 FLOP per FMA, 4 per packed HFMA2 (two lanes), 2 OP per IMAD.
@@ -71,7 +71,7 @@ void launch_fma(FmaType t, double* out, int blocks, int64_t outer, FmaChain chai
                 cudaStream_t stream);
 
 // The CPU's value of thread `thread` after `steps` steps per accumulator (defined in
-// compute_fma.cpp), and the largest |GPU - CPU| accepted for type `t`: 0 where the
+// fma.cpp), and the largest |GPU - CPU| accepted for type `t`: 0 where the
 // CPU's arithmetic is the hardware's (FP64, FP32 via std::fma, INT32), one unit in
 // the last place per accumulator lane for the halves.
 double fma_reference(FmaType t, uint32_t thread, int64_t steps, FmaChain chain);

@@ -1,4 +1,4 @@
-// Roofline streaming kernels. Counting and layout are described in roofline.h.
+// Roofline streaming kernels. Counting and layout are described in roofline_kernels.h.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

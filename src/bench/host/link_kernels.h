@@ -1,4 +1,4 @@
-// Zero-copy kernels (host_link.cpp): kernels that read or write mapped pinned host
+// Zero-copy kernels (link.cpp): kernels that read or write mapped pinned host
 // memory directly over the host link. Launch: SMs x 4 blocks of 256 threads,
 // grid-stride over 16-byte vectors (enough loads in flight to cover the link's
 // latency); buffers 16-byte aligned, sizes multiples of 16 bytes.

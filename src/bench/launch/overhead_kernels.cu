@@ -1,4 +1,4 @@
-// Launch-overhead kernels; see launch_kernels.h.
+// Launch-overhead kernels; see overhead_kernels.h.
 #include "bench/launch/overhead_kernels.h"
 #include "gpu/check.h"
 

@@ -1,4 +1,4 @@
-// Kernels of the launch-overhead benchmark (launch.cpp): an empty kernel that only
+// Kernels of the launch-overhead benchmark (overhead.cpp): an empty kernel that only
 // counts itself, and one link of a chain of small dependent kernels.
 #pragma once
 

@@ -18,19 +18,6 @@
 namespace gpuvs {
 namespace {
 
-// A budget far below the quick pass's: a smoke test checks that the benchmark runs and
-// checks its output, not its figures.
-MeasureOptions tiny_options() {
-  MeasureOptions o = quick_options();
-  o.min_samples = 2;
-  o.max_samples = 3;
-  o.time_cap_s = 0.05;
-  o.warmup_cap_s = 0.05;
-  o.max_warmup_batches = 2;
-  o.target_noise = 1;
-  return o;
-}
-
 // One op at one size, where the algorithm study still tries NCCL's every choice.
 comm::CollectiveOptions tiny_collectives() {
   comm::CollectiveOptions o;

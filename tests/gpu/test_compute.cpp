@@ -29,17 +29,6 @@
 namespace gpuvs {
 namespace {
 
-MeasureOptions tiny_options() {
-  MeasureOptions o;
-  o.min_samples = 3;
-  o.max_samples = 5;
-  o.time_cap_s = 0.02;
-  o.warmup_cap_s = 0.02;
-  o.max_warmup_batches = 3;
-  o.target_noise = 0.05;
-  return o;
-}
-
 // No figure may beat the hardware at the clock it ran: that would mean miscounted work.
 void expect_physical(const Result& r) {
   if (r.efficiency_at_clock) {

@@ -1,6 +1,6 @@
 // dev ladder: HBM streaming kernel variants (copy, triad, read) timed side by side,
 // at 4, 8 and 16 GiB per array, to choose the variants the library tunes among
-// (src/bench/stream_kernels.cu). Build and run:
+// (src/bench/common/stream_kernels.cu). Build and run:
 //   nvcc -O3 -std=c++17 -arch="${ARCH:-native}" -o ladder ladder.cu   (dev/README.md)
 //   ./ladder [GiB...]
 // (array sizes in GiB; default 4 8 16)

@@ -1,54 +1,44 @@
 #include "suite/registry.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 
 #include "bench/benchmarks.h"
 #include "core/error.h"
 #include "models/trainer.h"
+#include "suite/bench_index.h"
 
 namespace gpuvs {
 
+// The models are run from models/, which only this layer sees: their registration is
+// here, beside the rest of the runner.
+GPUVS_BENCHMARK(run_model, "model.end_to_end");
+
 namespace {
-
-using Run = std::vector<Result> (*)(BenchContext&);
-
-// Entry points by the table's benchmark names; a name of the table without one here
-// (or one here the table lacks) is a programming error, caught at first use.
-const std::map<std::string_view, Run>& entry_points() {
-  static const std::map<std::string_view, Run> m = {
-      {"memory.hbm", run_hbm},
-      {"memory.cache", run_cache},
-      {"memory.latency", run_latency},
-      {"memory.capacity", run_capacity},
-      {"compute.fma", run_compute_fma},
-      {"compute.gemm", run_compute_gemm},
-      {"compute.roofline", run_compute_roofline},
-      {"host.link", run_host_link},
-      {"peer.link", run_peer},
-      {"collectives.nccl", run_collectives},
-      {"collectives.algorithms", run_collective_study},
-      {"launch.overhead", run_launch},
-      {"model.end_to_end", run_model},
-  };
-  return m;
-}
 
 const std::vector<BenchmarkInfo>& table() {
   static const std::vector<BenchmarkInfo> t = [] {
-    const auto& runs = entry_points();
+    std::vector<const BenchmarkEntry*> entries(bench_entries().begin(), bench_entries().end());
+    entries.push_back(&benchmark_entry_run_model);
+    std::vector<EntryPoint> points;
+    for (const BenchmarkEntry* e : entries)
+      points.push_back({e->name, source_relative_to_src(e->source)});
+    // tests/cpu/test_produces.cpp applies the same rules to the sources, so a
+    // disagreement fails a test before it can reach a user's run.
+    if (const std::vector<std::string> problems = entry_point_problems(benchmark_defs(), points);
+        !problems.empty())
+      throw std::logic_error(
+          fmt::format("the table of benchmarks and their entry points disagree: {}",
+                      fmt::join(problems, "; ")));
     std::vector<BenchmarkInfo> v;
     for (const BenchmarkDef& d : benchmark_defs()) {
-      const auto it = runs.find(d.name);
-      if (it == runs.end())
-        throw std::logic_error(fmt::format("benchmark {} has no entry point", d.name));
-      v.push_back({d.name, d.group, d.summary, d.in_run, d.scope, it->second});
+      const auto it = std::find_if(entries.begin(), entries.end(),
+                                   [&](const BenchmarkEntry* e) { return e->name == d.name; });
+      v.push_back({d.name, d.group, d.summary, d.in_run, d.scope, (*it)->run});
     }
-    if (v.size() != runs.size())
-      throw std::logic_error("an entry point names no benchmark of the table");
     return v;
   }();
   return t;

@@ -1,6 +1,7 @@
-// The runner side of the table of benchmarks (suite/produces.h): each benchmark's
-// entry point. The only file that sees both bench/ and models/; `gpuvs bench NAME`
-// selects by full name ("memory.hbm") or by group ("memory").
+// The runner side of the table of benchmarks (suite/produces.h): each row joined with
+// the entry point registered under its name (GPUVS_BENCHMARK, bench/benchmarks.h). The
+// only file that sees both bench/ and models/; `gpuvs bench NAME` selects by full name
+// ("memory.hbm") or by group ("memory").
 #pragma once
 
 #include <functional>
@@ -24,7 +25,9 @@ struct BenchmarkInfo {
   std::function<std::vector<Result>(BenchContext&)> run;
 };
 
-// Every benchmark of the table, in its order, with its entry point.
+// Every benchmark of the table, in its order, with its entry point. Throws
+// std::logic_error listing every disagreement between the table and the registrations
+// (suite/bench_index.h): tests/cpu/test_produces.cpp checks the same rules.
 std::span<const BenchmarkInfo> benchmarks();
 
 // Resolve names (full names or groups) to benchmarks in table order; an unknown

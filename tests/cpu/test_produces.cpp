@@ -1,9 +1,11 @@
 // The table of what gpuvs produces (suite/produces.h): every id a family can take is
-// its own, every family has a writer, the models' names match models/config, every
+// its own, every family has a writer, every benchmark row is well formed and has one
+// entry point in its group's folder, the models' names match models/config, every
 // result of the bundled and reference run files has a row, and every metric of the
 // vocabulary points at ids of the table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +18,7 @@
 
 #include "models/config.h"
 #include "specs/metrics.h"
+#include "suite/bench_index.h"
 #include "suite/produces.h"
 
 namespace gpuvs {
@@ -80,20 +83,122 @@ TEST(Produces, MatchGivesTheFamilyAndItsValues) {
   EXPECT_FALSE(match_result_id(""));
 }
 
-TEST(Produces, EveryFamilyHasAWriterAndBenchmarkNamesAreUnique) {
-  std::set<Family> written;
+// Lower-case words joined by dots: the shape of every benchmark name and result id.
+bool dotted_words(std::string_view s, std::string_view extra = "") {
+  if (s.empty() || s.front() == '.' || s.back() == '.') return false;
+  if (s.find("..") != std::string_view::npos) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           extra.find(c) != std::string_view::npos;
+  });
+}
+
+// Every row of the table of benchmarks: a unique name "group.word" of its group, a
+// one-line summary, a scope, the families it writes (each once), and every group
+// represented in `gpuvs run` (else a whole section of the report never fills).
+TEST(Produces, EveryBenchmarkRowIsWellFormed) {
   std::set<std::string_view> names;
+  std::map<std::string_view, bool> group_in_run;
   for (const BenchmarkDef& b : benchmark_defs()) {
-    EXPECT_TRUE(names.insert(b.name).second) << b.name;
-    EXPECT_EQ(b.name.substr(0, b.group.size()), b.group) << b.name;
-    EXPECT_FALSE(b.summary.empty()) << b.name;
-    for (Family f : b.writes)
-      written.insert(f);
+    SCOPED_TRACE(std::string(b.name));
+    EXPECT_TRUE(names.insert(b.name).second) << "named twice";
+    EXPECT_TRUE(dotted_words(b.name)) << "not lower-case dotted words";
+    EXPECT_EQ(std::count(b.name.begin(), b.name.end(), '.'), 1) << "not group.word";
+    EXPECT_EQ(b.name.substr(0, b.name.find('.')), b.group);
+    EXPECT_FALSE(b.summary.empty());
+    EXPECT_EQ(b.summary.find('\n'), std::string_view::npos) << "--list shows one line";
+    EXPECT_TRUE(b.scope == BenchScope::kPerDevice || b.scope == BenchScope::kAllDevices);
+    EXPECT_FALSE(b.writes.empty());
+    std::set<Family> seen;
+    for (Family f : b.writes) {
+      ASSERT_LT(static_cast<size_t>(f), families().size());
+      EXPECT_TRUE(seen.insert(f).second) << "writes " << family_def(f).pattern << " twice";
+    }
+    group_in_run[b.group] = group_in_run[b.group] || b.in_run;
   }
-  for (const FamilyDef& def : families())
-    EXPECT_TRUE(written.count(def.family)) << def.pattern << " has no benchmark";
+  for (const auto& [group, in_run] : group_in_run)
+    EXPECT_TRUE(in_run) << "no benchmark of group " << group << " is in gpuvs run";
   EXPECT_TRUE(find_benchmark_def("memory.hbm"));
   EXPECT_FALSE(find_benchmark_def("memory"));
+}
+
+TEST(Produces, EveryFamilyHasAWriterAndWellFormedIds) {
+  std::set<Family> written;
+  for (const BenchmarkDef& b : benchmark_defs())
+    written.insert(b.writes.begin(), b.writes.end());
+  for (size_t i = 0; i < families().size(); ++i) {
+    const FamilyDef& def = families()[i];
+    SCOPED_TRACE(std::string(def.pattern));
+    // family_def() indexes the table by the enum.
+    EXPECT_EQ(static_cast<size_t>(def.family), i);
+    EXPECT_TRUE(written.count(def.family)) << "no benchmark writes it";
+    EXPECT_FALSE(def.what.empty());
+    for (std::string id : expand_family(def)) {
+      if (const size_t open = id.find('{'); open != std::string::npos)
+        id = id.substr(0, open) + "layer";
+      EXPECT_TRUE(dotted_words(id, "-")) << id;
+    }
+  }
+  EXPECT_EQ(families().size(), static_cast<size_t>(Family::kCount));
+}
+
+// The registrations in the sources (GPUVS_BENCHMARK lines, read at build time, so this
+// holds in the CPU build too, which compiles no bench/): each row has exactly one, in
+// the folder of its group, and no registration lacks a row.
+TEST(Produces, EveryBenchmarkHasOneEntryPointInItsGroupsFolder) {
+  const std::span<const ScannedEntry> scanned = scanned_entries();
+  ASSERT_FALSE(scanned.empty());
+  std::string problems;
+  for (const std::string& p : entry_point_problems(benchmark_defs(), entry_points_of(scanned)))
+    problems += "\n  " + p;
+  EXPECT_TRUE(problems.empty()) << problems;
+  for (const ScannedEntry& e : scanned) {
+    // Host logic lives in .cpp files; .cu files hold kernels (docs/design.md).
+    EXPECT_TRUE(e.source.ends_with(".cpp")) << e.name << " registered in " << e.source;
+    EXPECT_TRUE(e.function.starts_with("run_")) << e.function << " in " << e.source;
+  }
+}
+
+// The one problem `entries` has against a small table, "" when none or several.
+std::string one_problem(std::vector<EntryPoint> entries) {
+  using F = Family;
+  const std::vector<BenchmarkDef> table = {
+      {"memory.hbm", "memory", "HBM", true, BenchScope::kPerDevice, {F::kHbmStream}},
+      {"memory.cache", "memory", "L2", true, BenchScope::kPerDevice, {F::kL2Read}},
+      {"model.end_to_end", "model", "models", true, BenchScope::kPerDevice, {F::kModelRate}}};
+  const std::vector<std::string> problems = entry_point_problems(table, entries);
+  EXPECT_LE(problems.size(), 1u);
+  return problems.size() == 1 ? problems[0] : std::string();
+}
+
+TEST(Produces, EntryPointProblemsNameTheBenchmarkAndItsFiles) {
+  const std::vector<EntryPoint> good = {{"memory.hbm", "bench/memory/hbm.cpp"},
+                                        {"memory.cache", "bench/memory/cache.cpp"},
+                                        {"model.end_to_end", "suite/registry.cpp"}};
+  EXPECT_EQ(one_problem(good), "");
+  auto with = [&](EntryPoint extra) {
+    std::vector<EntryPoint> v = good;
+    v.push_back(extra);
+    return one_problem(v);
+  };
+  const std::string twice = with({"memory.hbm", "bench/memory/hbm_copy.cpp"});
+  EXPECT_NE(twice.find("memory.hbm is registered twice"), std::string::npos) << twice;
+  EXPECT_NE(twice.find("bench/memory/hbm.cpp and in bench/memory/hbm_copy.cpp"), std::string::npos)
+      << twice;
+  const std::string no_row = with({"memory.tlb", "bench/memory/tlb.cpp"});
+  EXPECT_NE(no_row.find("bench/memory/tlb.cpp registers benchmark memory.tlb, which the table"),
+            std::string::npos)
+      << no_row;
+  const std::string missing = one_problem({good[0], good[2]});
+  EXPECT_NE(missing.find("memory.cache of the table"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("no entry point"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("src/bench/memory/"), std::string::npos) << missing;
+  const std::string folder =
+      one_problem({good[0], {"memory.cache", "bench/compute/cache.cpp"}, good[2]});
+  EXPECT_NE(folder.find("its group is memory"), std::string::npos) << folder;
+  const std::string outside =
+      one_problem({good[0], {"memory.cache", "suite/registry.cpp"}, good[2]});
+  EXPECT_NE(outside.find("outside src/bench/"), std::string::npos) << outside;
 }
 
 // The table's model placeholders are the names models/config parses: neither can
@@ -159,6 +264,45 @@ TEST(Produces, EveryResultOfTheReferenceRunsHasARow) {
     }
   }
   EXPECT_GT(results, 1000u);
+}
+
+// Every family a benchmark writes is answered by a metric of the vocabulary (what
+// compare, claims and the headline read), unless it is listed here as a figure shown
+// only as a result of its own: sweeps and studies, figures no datasheet or published
+// source gives, and records. Both ways, so that neither a new family nor a new metric
+// slips by without deciding whether it is compared.
+TEST(Produces, EveryWrittenFamilyIsAnsweredByAMetricOrListedAsNotCompared) {
+  using F = Family;
+  const std::set<Family> not_compared = {
+      // Sweeps and what they derive: the report charts them.
+      F::kL2Read, F::kSmemRead, F::kReadSweep, F::kLatency, F::kRoofline, F::kRooflineRidge,
+      // Capacity: memory.size compares the datasheets, not what an allocation gets.
+      F::kLargestAllocation, F::kTotalAllocatable,
+      // The GEMM metrics read burst figures; sustained ones are shown beside them.
+      F::kGemmSustained,
+      // Zero-copy: no datasheet or published source gives it.
+      F::kZeroCopy, F::kZeroCopySparse,
+      // One GPU: a reason, not a figure.
+      F::kPeerLink,
+      // nccl-tests' own figures, beside gpuvs's.
+      F::kNcclTestsBusbw, F::kNcclTestsTime,
+      // Derived from the rate, and the per-layer profile.
+      F::kModelFlops, F::kModelLayers, F::kModelLayer};
+  for (const BenchmarkDef& b : benchmark_defs()) {
+    for (Family f : b.writes) {
+      const FamilyDef& def = family_def(f);
+      std::string answered;
+      for (const std::string& id : expand_family(def))
+        if (const MetricDef* m = metric_for_result(id)) answered = m->id;
+      if (not_compared.count(f)) {
+        EXPECT_EQ(answered, "") << b.name << ": " << def.pattern << " answers metric " << answered
+                                << " but is listed as not compared";
+      } else {
+        EXPECT_NE(answered, "") << b.name << ": " << def.pattern
+                                << " answers no metric of specs/metrics.cpp";
+      }
+    }
+  }
 }
 
 TEST(Produces, EveryMetricPointsAtIdsOfTheTable) {

@@ -488,7 +488,7 @@ TEST(ReportCollectives, SummaryListsCollectivesOnceInTheirTables) {
 }
 
 // What the benchmarks write when an op or a variant is not measured at all: one result
-// without a size (src/bench/collectives.cpp, collective_study.cpp).
+// without a size (src/bench/collectives/nccl.cpp, algorithms.cpp).
 Result unsized(std::string op, std::string algo, std::string proto, std::string why) {
   Result r;
   r.id = "collective." + op + ".busbw";

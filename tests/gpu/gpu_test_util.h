@@ -19,7 +19,21 @@
 #include <span>
 
 #include "core/run_file.h"
+#include "measure/harness.h"
 #include "suite/produces.h"
+
+// A budget far below the quick pass's, for tests that check that a benchmark runs and
+// checks its output, not its figures.
+inline gpuvs::MeasureOptions tiny_options() {
+  gpuvs::MeasureOptions o;
+  o.min_samples = 3;
+  o.max_samples = 5;
+  o.time_cap_s = 0.02;
+  o.warmup_cap_s = 0.02;
+  o.max_warmup_batches = 3;
+  o.target_noise = 0.05;
+  return o;
+}
 
 // Every result a benchmark wrote has a row in the table of what gpuvs produces
 // (suite/produces.h), and an ok result has that row's unit.

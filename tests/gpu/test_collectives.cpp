@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "bench/collective_kernels.h"
-#include "bench/collectives.h"
+#include "bench/collectives/nccl.h"
+#include "bench/collectives/nccl_kernels.h"
 #include "core/run_file.h"
 #include "gpu/check.h"
 #include "gpu/device.h"

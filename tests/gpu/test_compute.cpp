@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/arch_rates.h"
 #include "bench/benchmarks.h"
-#include "bench/fma_kernels.h"
-#include "bench/gemm.h"
-#include "bench/gemm_check.h"
-#include "bench/roofline.h"
+#include "bench/compute/arch_rates.h"
+#include "bench/compute/fma_kernels.h"
+#include "bench/compute/gemm_check.h"
+#include "bench/compute/gemm_runner.h"
+#include "bench/compute/roofline_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"
@@ -28,17 +28,6 @@
 
 namespace gpuvs {
 namespace {
-
-MeasureOptions tiny_options() {
-  MeasureOptions o;
-  o.min_samples = 3;
-  o.max_samples = 5;
-  o.time_cap_s = 0.02;
-  o.warmup_cap_s = 0.02;
-  o.max_warmup_batches = 3;
-  o.target_noise = 0.05;
-  return o;
-}
 
 // No figure may beat the hardware at the clock it ran: that would mean miscounted work.
 void expect_physical(const Result& r) {
@@ -302,7 +291,7 @@ TEST(Fma, BenchmarkRunsEveryPrecisionValidated) {
   const SystemInfo system = probe_system();
   BenchContext ctx{system, 0,       tiny_options(), true,    steady_wall_clock(),
                    {0},    nullptr, nullptr,        nullptr, {}};
-  const std::vector<Result> results = run_compute_fma(ctx);
+  const std::vector<Result> results = bench_entry("compute.fma").run(ctx);
   expect_ids_in_table(results);
   const std::vector<std::string> ids = {"compute.fma.fp64", "compute.fma.fp32",
                                         "compute.fma.fp16x2", "compute.fma.bf16x2",
@@ -324,7 +313,7 @@ TEST(Roofline, BenchmarkGivesIncreasingIntensitiesAndRidges) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx{system, 0, tiny_options(), false, steady_wall_clock(), {0}};
-  const std::vector<Result> results = run_compute_roofline(ctx);
+  const std::vector<Result> results = bench_entry("compute.roofline").run(ctx);
   expect_ids_in_table(results);
   std::set<std::string> ridges;
   std::map<std::string, double> last_intensity;

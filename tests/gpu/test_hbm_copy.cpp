@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bench/benchmarks.h"
-#include "bench/pattern.h"
-#include "bench/stream_kernels.h"
+#include "bench/common/pattern.h"
+#include "bench/common/stream_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"
@@ -22,7 +22,7 @@ TEST(HbmStream, QuickRunIsValidPlausibleAndRecordsClocks) {
   const SystemInfo system = probe_system();
   BenchContext ctx{system, 0,       quick_options(), true,    steady_wall_clock(),
                    {0},    nullptr, nullptr,         nullptr, {}};
-  const std::vector<Result> results = run_hbm(ctx);
+  const std::vector<Result> results = bench_entry("memory.hbm").run(ctx);
   expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 7u);
   const std::vector<std::string> ids = {"memory.hbm.read",  "memory.hbm.write", "memory.hbm.copy",

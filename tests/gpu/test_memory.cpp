@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "bench/benchmarks.h"
-#include "bench/cache_kernels.h"
-#include "bench/latency.h"
-#include "bench/latency_kernels.h"
-#include "bench/launch_kernels.h"
-#include "bench/mem_util.h"
+#include "bench/common/chase.h"
+#include "bench/common/chase_kernels.h"
+#include "bench/common/mem_util.h"
+#include "bench/launch/overhead_kernels.h"
+#include "bench/memory/cache_kernels.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/probe.h"
@@ -105,7 +105,7 @@ TEST(Cache, QuickRunIsValid) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
-  const std::vector<Result> results = run_cache(ctx);
+  const std::vector<Result> results = bench_entry("memory.cache").run(ctx);
   expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 2u);  // the sweep is for full runs only
   EXPECT_EQ(results[0].id, "memory.l2.read");
@@ -123,7 +123,7 @@ TEST(Latency, QuickSweepRisesFromL1ToHbm) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
-  const std::vector<Result> results = run_latency(ctx);
+  const std::vector<Result> results = bench_entry("memory.latency").run(ctx);
   expect_ids_in_table(results);
   ASSERT_GE(results.size(), 6u);
   expect_all_ok(results);
@@ -142,7 +142,7 @@ TEST(Capacity, QuickRunIsConsistent) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
-  const std::vector<Result> results = run_capacity(ctx);
+  const std::vector<Result> results = bench_entry("memory.capacity").run(ctx);
   expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 2u);
   expect_all_ok(results);
@@ -158,7 +158,7 @@ TEST(HostLink, QuickRunIsValidWithAVerdict) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
-  const std::vector<Result> results = run_host_link(ctx);
+  const std::vector<Result> results = bench_entry("host.link").run(ctx);
   expect_ids_in_table(results);
   expect_all_ok(results);
   const auto h2d = std::find_if(results.begin(), results.end(), [](const Result& r) {
@@ -184,7 +184,7 @@ TEST(Peer, OneGpuIsNotApplicable) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system, {0});
-  const std::vector<Result> results = run_peer(ctx);
+  const std::vector<Result> results = bench_entry("peer.link").run(ctx);
   expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].id, "peer.link");
@@ -199,7 +199,7 @@ TEST(Peer, TwoGpusGiveEveryMatrix) {
   if (count < 2) GTEST_SKIP() << "one GPU: the pair needs two";
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system, {0, 1});
-  const std::vector<Result> results = run_peer(ctx);
+  const std::vector<Result> results = bench_entry("peer.link").run(ctx);
   expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 8u);  // 2 ordered pairs x 3 + 1 unordered pair x 2
   for (const Result& r : results) {
@@ -223,7 +223,7 @@ TEST(Launch, QuickRunIsValidAndGraphsAreMeasured) {
   GPUVS_REQUIRE_GPU();
   const SystemInfo system = probe_system();
   BenchContext ctx = quick_context(system);
-  const std::vector<Result> results = run_launch(ctx);
+  const std::vector<Result> results = bench_entry("launch.overhead").run(ctx);
   expect_ids_in_table(results);
   ASSERT_EQ(results.size(), 5u);
   expect_all_ok(results);

@@ -26,7 +26,7 @@ constexpr float kE5m2Max = 57344.0f;
 
 // 256 bytes, scale_inv first: in an array from cudaMalloc every scale_inv, which the
 // FP8 GEMMs take as their scale pointers, is 256-byte aligned. cuBLASLt checks the
-// alignment of scale pointers when it picks an algorithm (bench/gemm.cpp found so);
+// alignment of scale pointers when it picks an algorithm (bench/compute/gemm_runner.cpp found so);
 // the first H200 run's refusal came with scale_inv 4 bytes into a 96-byte meta.
 struct Fp8Meta {
   float scale_inv;  // 1 / scale: the GEMM's dequantisation factor

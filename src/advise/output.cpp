@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
 #include "core/units.h"
 
 namespace gpuvs::advise {
@@ -168,8 +169,8 @@ std::string render_below_table(const Advice& a, bool explain) {
   if (const std::string mixed = bases_line(a); !mixed.empty()) out += mixed + "\n";
   out += a.naive_line + "\n";
   if (!a.currency.empty()) {
-    out += fmt::format("\nPrices: {}", a.prices_name);
-    if (!a.prices_description.empty()) out += " — " + a.prices_description.front();
+    out += fmt::format("\nPrices: {}", one_line(a.prices_name));
+    if (!a.prices_description.empty()) out += " — " + one_line(a.prices_description.front());
     out += "\n";
   }
   out += "\nAssumptions:\n";
@@ -178,7 +179,7 @@ std::string render_below_table(const Advice& a, bool explain) {
   if (!a.notes.empty()) {
     out += "Run files:\n";
     for (const std::string& s : a.notes)
-      out += "  - " + s + "\n";
+      out += "  - " + one_line(s) + "\n";
   }
   if (explain) {
     out += "\nWorkload:\n";
@@ -187,7 +188,8 @@ std::string render_below_table(const Advice& a, bool explain) {
     size_t rank = 0;
     for (const Candidate& c : a.ranked) {
       ++rank;
-      out += fmt::format("\n#{} {} ({}): {}\n", rank, c.gpu->id, c.gpu->name, c.why);
+      out += fmt::format("\n#{} {} ({}): {}\n", rank, one_line(c.gpu->id), one_line(c.gpu->name),
+                         one_line(c.why));
       for (const std::string& s : c.explain)
         out += "  " + s + "\n";
     }

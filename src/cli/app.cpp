@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/host.h"
+#include "core/text.h"
 
 namespace gpuvs::cli {
 
@@ -20,7 +21,7 @@ Progress::~Progress() {
 
 void Progress::step(const std::string& message) {
   if (!enabled_) return;
-  fmt::print(stderr, "\r\033[K{}", message);
+  fmt::print(stderr, "\r\033[K{}", one_line(message));
   std::fflush(stderr);
   dirty_ = true;
 }
@@ -115,7 +116,7 @@ int run_cli(int argc, char** argv) {
     return static_cast<int>(ExitCode::kUsage);
   }
   if (app.get_subcommands().empty()) {
-    fmt::print(stderr, "{}", app.help());
+    print_text(stderr, "{}", app.help());
     return static_cast<int>(ExitCode::kUsage);
   }
   return static_cast<int>(ctx.exit_code);

@@ -15,6 +15,7 @@
 #include "advise/advisor.h"
 #include "advise/output.h"
 #include "cli/app.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "report/table.h"
 
@@ -189,7 +190,7 @@ void run_advise(const AdviseArgs& args, CliContext& ctx) {
       gpuvs::advise::advise(request, catalogue, measured, prices ? &*prices : nullptr);
 
   if (ctx.global.json) {
-    fmt::print("{}", render_json(advice));
+    print_text(stdout, "{}", render_json(advice));
     return;
   }
   const TableView view = ranking_table(advice);
@@ -199,7 +200,7 @@ void run_advise(const AdviseArgs& args, CliContext& ctx) {
   TextTable table(view.header, align);
   for (const auto& row : view.rows)
     table.add_row(row);
-  fmt::print("{}\n{}{}", render_title(advice), table.render(),
+  print_text(stdout, "{}\n{}{}", render_title(advice), table.render(),
              render_below_table(advice, args.explain));
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "suite/produces.h"
 
@@ -88,17 +89,17 @@ void print_list(bool json) {
                       {"scope", b.scope == BenchScope::kAllDevices ? "all_devices" : "per_device"},
                       {"results", std::move(results)}});
     }
-    fmt::print(
-        "{}\n",
+    print_text(
+        stdout, "{}\n",
         nlohmann::json{{"schema", "gpuvs.benchmarks/1"}, {"benchmarks", std::move(list)}}.dump(2));
     return;
   }
   for (const BenchmarkDef& b : benchmark_defs()) {
-    fmt::print("{:<22} {:<12} {}{}\n", b.name, b.group, b.summary,
+    print_text(stdout, "{:<22} {:<12} {}{}\n", b.name, b.group, b.summary,
                b.in_run ? "" : " (not in `gpuvs run`)");
     for (Family f : b.writes) {
       const FamilyDef& d = family_def(f);
-      fmt::print("  {:<48} {:<9} {}\n", d.pattern, d.unit.empty() ? "-" : d.unit, d.what);
+      print_text(stdout, "  {:<48} {:<9} {}\n", d.pattern, d.unit.empty() ? "-" : d.unit, d.what);
     }
   }
 }

@@ -14,6 +14,7 @@
 
 #include "cli/app.h"
 #include "core/atomic_file.h"
+#include "core/text.h"
 #include "report/claims.h"
 #include "report/compare.h"
 #include "report/html.h"
@@ -146,11 +147,11 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
     else
       doc = nlohmann::json::parse(comparison ? render_comparison(*comparison, format)
                                              : render_claims(*judged, format));
-    fmt::print("{}\n", doc.dump(2));
+    print_text(stdout, "{}\n", doc.dump(2));
   } else {
-    if (comparison) fmt::print("{}", render_comparison(*comparison, format));
-    if (comparison && judged) fmt::print("\n");
-    if (judged) fmt::print("{}", render_claims(*judged, format));
+    if (comparison) print_text(stdout, "{}", render_comparison(*comparison, format));
+    if (comparison && judged) print_text(stdout, "\n");
+    if (judged) print_text(stdout, "{}", render_claims(*judged, format));
   }
   std::fflush(stdout);
 
@@ -178,7 +179,7 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
     if (judged) report.claims = &*judged;
     write_file_atomically(dir / "compare.html", render_html(report));
     if (!ctx.global.quiet)
-      fmt::print(stderr, "gpuvs compare: wrote {}{} (.md, .csv, .json, compare.html) to {}\n",
+      print_text(stderr, "gpuvs compare: wrote {}{} (.md, .csv, .json, compare.html) to {}\n",
                  comparison ? "compare" : "",
                  comparison && judged ? " and claims"
                  : judged             ? "claims"
@@ -192,7 +193,7 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
       return j.verdict == ClaimVerdict::kContradicted;
     });
     if (n > 0) {
-      fmt::print(stderr, "gpuvs compare: {} claim{} contradicted (--strict)\n", n,
+      print_text(stderr, "gpuvs compare: {} claim{} contradicted (--strict)\n", n,
                  n == 1 ? "" : "s");
       ctx.exit_code = ExitCode::kFailure;
     }

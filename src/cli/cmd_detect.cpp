@@ -3,6 +3,7 @@
 
 #include "cli/app.h"
 #include "cli/session.h"
+#include "core/text.h"
 #include "report/summary.h"
 
 #if GPUVS_HAVE_CUDA
@@ -23,9 +24,9 @@ void add_detect_command(CLI::App& app, CliContext& ctx) {
     run.system = probe_system();
     run.meta.finished_at = run.meta.started_at;
     if (ctx.global.json)
-      fmt::print("{}", to_json_text(run));
+      print_text(stdout, "{}", to_json_text(run));
     else
-      fmt::print("{}", render_system(run.system));
+      print_text(stdout, "{}", render_system(run.system));
     if (!ctx.global.out_dir.empty())
       save_run_file(run, run_file_path(ctx.global, "detect", run.meta));
     ctx.exit_code = ExitCode::kOk;

@@ -19,6 +19,7 @@
 #include "cli/app.h"
 #include "cli/session.h"
 #include "core/atomic_file.h"
+#include "core/text.h"
 #include "monitor/child.h"
 #include "monitor/sampler.h"
 #include "monitor/summary.h"
@@ -44,7 +45,7 @@ struct MonitorArgs {
 #if GPUVS_HAVE_CUDA
 
 void say(const std::string& line) {
-  fmt::print(stderr, "gpuvs monitor: {}\n", line);
+  print_text(stderr, "gpuvs monitor: {}\n", line);
   std::fflush(stderr);
 }
 
@@ -187,9 +188,9 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
     out["gpus"] = doc["gpus"];
     out["notes"] = run.notes;
     out["summary"] = doc["summary"];
-    fmt::print("{}\n", out.dump(1));
+    print_text(stdout, "{}\n", out.dump(1));
   } else if (!global.quiet) {
-    if (!run.names.empty()) fmt::print(stderr, "{}", monitor::render_summary_text(summaries));
+    if (!run.names.empty()) print_text(stderr, "{}", monitor::render_summary_text(summaries));
     say(fmt::format("{} exited with {}{}; timeline: {}", args.command[0], run.child.exit_code,
                     run.child.signal ? " (" + signal_name(*run.child.signal) + ")" : "",
                     out_path.string()));

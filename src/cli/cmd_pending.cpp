@@ -5,6 +5,7 @@
 #include <array>
 
 #include "cli/app.h"
+#include "core/text.h"
 
 namespace gpuvs::cli {
 
@@ -33,7 +34,7 @@ void add_pending_commands(CLI::App& app, CliContext& ctx) {
     sub->add_option("args", ignored_args(), "(ignored)");
     sub->allow_extras();
     sub->callback([&ctx, name = p.name] {
-      fmt::print(stderr, "gpuvs {}: not built yet in this version ({}); nothing was run.\n", name,
+      print_text(stderr, "gpuvs {}: not built yet in this version ({}); nothing was run.\n", name,
                  version_line());
       ctx.exit_code = ExitCode::kUsage;
     });

@@ -13,6 +13,7 @@
 #include "cli/session.h"
 #include "core/atomic_file.h"
 #include "core/embedded.h"
+#include "core/text.h"
 #include "report/compare.h"
 #include "report/html.h"
 #include "report/render.h"
@@ -64,9 +65,9 @@ ExitCode show_reference(const GlobalOptions& global) {
   write_file_atomically(html, render_html(report));
 
   if (global.json) {
-    fmt::print("{}", render_comparison(comparison, TextFormat::kJson));
+    print_text(stdout, "{}", render_comparison(comparison, TextFormat::kJson));
   } else {
-    fmt::print("{}\n\n{}\nHTML report: {}\n", note,
+    print_text(stdout, "{}\n\n{}\nHTML report: {}\n", note,
                render_comparison(comparison, TextFormat::kTerminal), html.string());
   }
   std::fflush(stdout);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "report/table.h"
 #include "specs/catalogue.h"
@@ -140,7 +141,7 @@ ojson published_json(const PublishedFigure& f) {
 }
 
 void print_json(const ojson& j) {
-  fmt::print("{}\n", j.dump(2, ' ', false, ojson::error_handler_t::replace));
+  print_text(stdout, "{}\n", j.dump(2, ' ', false, ojson::error_handler_t::replace));
 }
 
 void run_list(const GlobalOptions& global, SpecsArgs& args) {
@@ -164,10 +165,10 @@ void run_list(const GlobalOptions& global, SpecsArgs& args) {
                    cell(g, "memory.bandwidth"), half, cell(g, "compute.fp8"),
                    cell(g, "power.tdp")});
   }
-  fmt::print("{}", table.render());
-  fmt::print(
-      "\nDatasheet figures; tensor figures dense (without sparsity). `gpuvs specs show ID` "
-      "gives every figure and its source.\n");
+  print_text(stdout, "{}", table.render());
+  print_text(stdout,
+             "\nDatasheet figures; tensor figures dense (without sparsity). `gpuvs specs show ID` "
+             "gives every figure and its source.\n");
 }
 
 void run_show(const GlobalOptions& global, SpecsArgs& args) {
@@ -182,17 +183,20 @@ void run_show(const GlobalOptions& global, SpecsArgs& args) {
     print_json(j);
     return;
   }
-  fmt::print("{} ({})\n", g.id, g.name);
-  fmt::print("  {}\n", identity_line(g));
-  if (!g.aliases.empty()) fmt::print("  aliases: {}\n", fmt::join(g.aliases, ", "));
-  if (!g.driver_names.empty()) fmt::print("  driver names: {}\n", fmt::join(g.driver_names, ", "));
+  print_text(stdout, "{} ({})\n", one_line(g.id), one_line(g.name));
+  print_text(stdout, "  {}\n", one_line(identity_line(g)));
+  if (!g.aliases.empty())
+    print_text(stdout, "  aliases: {}\n", one_line(fmt::format("{}", fmt::join(g.aliases, ", "))));
+  if (!g.driver_names.empty())
+    print_text(stdout, "  driver names: {}\n",
+               one_line(fmt::format("{}", fmt::join(g.driver_names, ", "))));
   if (!g.pci_device_ids.empty())
-    fmt::print("  PCI device ids: {}\n", fmt::join(pci_strings(g), ", "));
-  if (!g.note.empty()) fmt::print("  note: {}\n", g.note);
-  fmt::print("  datasheet: {}\n", g.source);
+    print_text(stdout, "  PCI device ids: {}\n", fmt::join(pci_strings(g), ", "));
+  if (!g.note.empty()) print_text(stdout, "  note: {}\n", one_line(g.note));
+  print_text(stdout, "  datasheet: {}\n", one_line(g.source));
   for (const std::string& url : g.checked_against)
-    fmt::print("  read from: {}\n", url);
-  fmt::print("\n");
+    print_text(stdout, "  read from: {}\n", one_line(url));
+  print_text(stdout, "\n");
 
   std::vector<std::string> other_sources;  // per-figure sources other than the datasheet
   const auto source_mark = [&](const std::string& url) -> std::string {
@@ -213,19 +217,19 @@ void run_show(const GlobalOptions& global, SpecsArgs& args) {
       none.emplace_back(m.name);
     }
   }
-  fmt::print("{}", table.render());
+  print_text(stdout, "{}", table.render());
   for (size_t i = 0; i < other_sources.size(); ++i)
-    fmt::print("[{}] {}\n", i + 1, other_sources[i]);
-  if (!none.empty()) fmt::print("Not in this GPU: {}.\n", fmt::join(none, ", "));
-  fmt::print("Metrics not listed are missing from the catalogue.\n");
+    print_text(stdout, "[{}] {}\n", i + 1, one_line(other_sources[i]));
+  if (!none.empty()) print_text(stdout, "Not in this GPU: {}.\n", fmt::join(none, ", "));
+  print_text(stdout, "Metrics not listed are missing from the catalogue.\n");
 
   if (published.empty()) return;
-  fmt::print("\nPublished results (measured by others, not by gpuvs):\n");
+  print_text(stdout, "\nPublished results (measured by others, not by gpuvs):\n");
   for (const PublishedFigure* f : published) {
     const MetricDef* m = find_metric(f->metric);
-    fmt::print("  {}: {}, {} ({}, {})\n      {}\n      {}\n", m ? m->name : f->metric,
-               format_figure(f->value, f->unit), f->precision, f->publisher, f->date, f->setting,
-               f->source);
+    print_text(stdout, "  {}: {}, {} ({}, {})\n      {}\n      {}\n", m ? m->name : f->metric,
+               format_figure(f->value, f->unit), one_line(f->precision), one_line(f->publisher),
+               one_line(f->date), one_line(f->setting), one_line(f->source));
   }
 }
 
@@ -278,12 +282,13 @@ void run_diff(const GlobalOptions& global, SpecsArgs& args) {
     print_json(ojson{{"a", a.id}, {"b", b.id}, {"rows", std::move(rows)}, {"sources", src}});
     return;
   }
-  fmt::print("{} vs {} (datasheet figures; tensor figures dense unless marked sparse)\n\n", a.id,
-             b.id);
-  fmt::print("{}", table.render());
-  fmt::print("\nmissing: not in the catalogue; none: the GPU does not have it.\nSources:\n");
+  print_text(stdout, "{} vs {} (datasheet figures; tensor figures dense unless marked sparse)\n\n",
+             one_line(a.id), one_line(b.id));
+  print_text(stdout, "{}", table.render());
+  print_text(stdout,
+             "\nmissing: not in the catalogue; none: the GPU does not have it.\nSources:\n");
   for (const auto& [what, url] : sources)
-    fmt::print("  {}: {}\n", what, url);
+    print_text(stdout, "  {}: {}\n", one_line(what), one_line(url));
 }
 
 }  // namespace

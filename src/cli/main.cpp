@@ -5,15 +5,16 @@
 #include <exception>
 
 #include "cli/app.h"
+#include "core/text.h"
 
 int main(int argc, char** argv) {
   try {
     return gpuvs::cli::run_cli(argc, argv);
   } catch (const gpuvs::Error& e) {
-    fmt::print(stderr, "gpuvs: {}\n", e.what());
+    gpuvs::print_text(stderr, "gpuvs: {}\n", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "gpuvs: internal error: {}\n", e.what());
+    gpuvs::print_text(stderr, "gpuvs: internal error: {}\n", e.what());
     return static_cast<int>(gpuvs::ExitCode::kFailure);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "cli/run_html.h"
 #include "core/host.h"
+#include "core/text.h"
 #include "core/verdict.h"
 #include "report/summary.h"
 
@@ -82,7 +83,7 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
                                            std::chrono::milliseconds(options.monitor_interval_ms));
     recorder->start();
     for (const std::string& note : recorder->notes())
-      if (!global.quiet) fmt::print(stderr, "gpuvs: monitor: {}\n", note);
+      if (!global.quiet) print_text(stderr, "gpuvs: monitor: {}\n", note);
   }
 
   // One step per (benchmark, GPU), or per benchmark for those that need every GPU.
@@ -148,10 +149,10 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
         run.results.push_back(std::move(r));
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
       aborted = true;
-      if (!writer) fmt::print(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
+      if (!writer) print_text(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
     } catch (const Error& e) {
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
-      if (!writer) fmt::print(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
+      if (!writer) print_text(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
       // `gpuvs model` asked for what this GPU or model cannot do (fp8 on ResNet-50):
       // a usage error, exit 2, once the run file records it.
       if (options.model && e.code() == ExitCode::kUsage) {
@@ -190,15 +191,15 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     headline = report.headline();
     report.write_html(html);
   } catch (const Error& e) {
-    fmt::print(stderr, "gpuvs: no HTML report: {}\n", e.what());
+    print_text(stderr, "gpuvs: no HTML report: {}\n", e.what());
     html.clear();
   }
   if (global.json) {
-    fmt::print("{}", to_json_text(run));
+    print_text(stdout, "{}", to_json_text(run));
   } else {
     // The answer first (against the bundled reference GPU), then every result.
-    fmt::print("{}{}\nrun file: {}\n", headline, render_summary(run), path.string());
-    if (!html.empty()) fmt::print("HTML report: {}\n", html.string());
+    print_text(stdout, "{}{}\nrun file: {}\n", headline, render_summary(run), path.string());
+    if (!html.empty()) print_text(stdout, "HTML report: {}\n", html.string());
   }
   std::fflush(stdout);
   return exit_code_for(run);

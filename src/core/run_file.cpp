@@ -33,6 +33,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/run_file_json.h"
+#include "core/text.h"
 
 // Message helpers declared in run_file_json.h: they keep every message one line of
 // valid UTF-8 whatever the file holds.
@@ -50,57 +51,10 @@ std::string_view utf8_prefix(std::string_view s, std::size_t max_bytes) {
   return s.substr(0, n);
 }
 
-// The length of the well-formed UTF-8 character at s[i] (RFC 3629: no overlongs,
-// no surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) -> unsigned {
-    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
-  };
-  const auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
-  const unsigned c = byte(0);
-  if (c < 0x80) return 1;
-  if (in(c, 0xC2, 0xDF)) return in(byte(1), 0x80, 0xBF) ? 2 : 0;
-  if (in(c, 0xE0, 0xEF)) {
-    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80;
-    const unsigned hi = c == 0xED ? 0x9F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) ? 3 : 0;
-  }
-  if (in(c, 0xF0, 0xF4)) {
-    const unsigned lo = c == 0xF0 ? 0x90 : 0x80;
-    const unsigned hi = c == 0xF4 ? 0x8F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF) ? 4 : 0;
-  }
-  return 0;
-}
-
-// Control characters as \n, \t or \xNN, and bytes that are not UTF-8 as \xNN, so
-// that a message is one line and valid UTF-8 (it may end up in JSON output).
+// The control-character rule of core/text.h, so that a message is one line and valid
+// UTF-8 (it may end up in JSON output).
 std::string escape_for_message(std::string_view s, bool escape_quotes) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t len = utf8_length(s, i);
-    if (len > 1) {
-      out.append(s.substr(i, len));
-      i += len;
-      continue;
-    }
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (len == 0 || c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", unsigned(c));
-    } else if (escape_quotes && (c == '"' || c == '\\')) {
-      out += '\\';
-      out += char(c);
-    } else {
-      out += char(c);
-    }
-    ++i;
-  }
-  return out;
+  return escape_controls(s, false, escape_quotes);
 }
 
 }  // namespace

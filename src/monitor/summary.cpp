@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/stats.h"
+#include "core/text.h"
 
 namespace gpuvs::monitor {
 
@@ -335,18 +336,17 @@ std::string join_reasons(const std::vector<std::string>& reasons) {
 }  // namespace
 
 std::string timeline_csv(const std::vector<GpuSample>& timeline) {
-  std::string out = "gpu,t_s";
+  std::vector<CsvCell> header = {"gpu", "t_s"};
   for (const Field& f : kFields)
-    out += fmt::format(",{}", f.key);
-  out += ",throttle_reasons\n";
+    header.emplace_back(f.key);
+  header.emplace_back("throttle_reasons");
+  std::string out = csv_line(header);
   for (const GpuSample& s : timeline) {
-    out += fmt::format("{},{}", s.gpu, number(s.t_s));
-    for (const Field& f : kFields) {
-      out += ',';
-      if (std::optional<double> v = f.get(s)) out += number(*v);
-    }
-    // Reason names are snake_case: no comma or quote to escape.
-    out += ',' + join_reasons(s.throttle_reasons) + '\n';
+    std::vector<CsvCell> row = {CsvCell::integer(s.gpu), CsvCell::number(s.t_s)};
+    for (const Field& f : kFields)
+      row.push_back(CsvCell::number(f.get(s)));
+    row.emplace_back(join_reasons(s.throttle_reasons));
+    out += csv_line(row);
   }
   return out;
 }

@@ -3,9 +3,10 @@
 // the JSON island and web/report.js draws them with the inlined chart library.
 // Invariants:
 //  - every string that comes from a file (run, catalogue, claims) is HTML-escaped,
-//    in text and in attributes alike;
+//    in text and in attributes alike, after the control rule of core/text.h;
 //  - the island is valid JSON holding no '<', '>' or '&' (escaped as \u003c ...), so
-//    no string in it can end or confuse its <script> element;
+//    no string in it can end or confuse its <script> element, and its strings passed
+//    the same control rule as the tables;
 //  - without the chart library no chart container is written and the page says so;
 //    data-charts-expected on <body> is the number of containers;
 //  - an invalid result is never shown as a number, a missing figure reads "missing".
@@ -29,6 +30,7 @@
 
 #include "core/embedded.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "core/verdict.h"
 #include "report/collectives.h"
@@ -75,9 +77,21 @@ std::string script_safe(std::string_view js) {
   return out;
 }
 
+// The control rule of core/text.h on every string value, so that a chart label from a
+// file reads as its table cell does (escape_html applies the same rule).
+void escape_control_strings(Json& j) {
+  if (j.is_string()) {
+    j = escape_controls(j.get_ref<const std::string&>(), true);
+  } else if (j.is_structured()) {
+    for (Json& v : j)
+      escape_control_strings(v);
+  }
+}
+
 // JSON for the island: '<', '>' and '&' only occur inside strings, where \u003c,
 // \u003e and \u0026 mean the same; so no "</script", "<!--" or entity can appear.
-std::string island_text(const Json& data) {
+std::string island_text(Json data) {
+  escape_control_strings(data);
   std::string s = data.dump(-1, ' ', false, Json::error_handler_t::replace);
   replace_all(s, "&", "\\u0026");
   replace_all(s, "<", "\\u003c");
@@ -517,7 +531,10 @@ std::string render_html(const HtmlReportInput& input, std::string_view chart_lib
                                          {"script", script_safe(asset("web/report.js"))}});
 }
 
-std::string escape_html(std::string_view s) {
+std::string escape_html(std::string_view raw) {
+  // The terminal's control rule first (newlines kept: they are white space here), so
+  // that a name reads the same in every output and no ill-formed UTF-8 reaches the page.
+  const std::string s = escape_controls(raw, true);
   static constexpr std::string_view kSpecial = "&<>\"'";
   static constexpr std::array<std::string_view, 5> kEntity = {"&amp;", "&lt;", "&gt;", "&quot;",
                                                               "&#39;"};

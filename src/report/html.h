@@ -23,7 +23,8 @@ struct HtmlReportInput {
 
 std::string render_html(const HtmlReportInput& input);
 
-// Text for HTML element content and attribute values: & < > " ' as entities.
+// Text for HTML element content and attribute values: control characters escaped as
+// in core/text.h (escape_controls, newlines kept), then & < > " ' as entities.
 std::string escape_html(std::string_view s);
 
 // As above, with `chart_library` (a script that defines window.Chart) inlined in place

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
 #include "core/units.h"
 #include "report/headline.h"
 #include "report/table.h"
@@ -143,36 +144,6 @@ constexpr const char* kLegend =
     "setting); across bases \"different basis\" and, where both have one, the ratio of their "
     "datasheets. \"same\": within 2 sigma of the measured noise, or 1 %";
 
-std::string md_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|') out += '\\';
-    out += ch;
-  }
-  return out;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string csv_line(const std::vector<std::string>& fields) {
-  std::string out;
-  for (size_t i = 0; i < fields.size(); ++i)
-    out += (i ? "," : "") + csv_field(fields[i]);
-  return out + "\n";
-}
-
-std::string csv_num(const std::optional<double>& v) {
-  return v ? fmt::format("{}", *v) : std::string();
-}
-
 json opt_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
@@ -181,7 +152,7 @@ std::string md_table(const std::vector<std::string>& header,
                      const std::vector<std::vector<std::string>>& rows) {
   std::string out = "|";
   for (const std::string& h : header)
-    out += " " + md_escape(h) + " |";
+    out += " " + markdown_cell(h) + " |";
   out += "\n|";
   for (size_t i = 0; i < header.size(); ++i)
     out += "---|";
@@ -189,7 +160,7 @@ std::string md_table(const std::vector<std::string>& header,
   for (const auto& row : rows) {
     out += "|";
     for (const std::string& cell : row)
-      out += " " + md_escape(cell) + " |";
+      out += " " + markdown_cell(cell) + " |";
     out += "\n";
   }
   return out;
@@ -311,14 +282,14 @@ std::string render_headline(const Comparison& c, TextFormat format) {
     const std::string title =
         fmt::format("At a glance: {} (other) against {} (baseline).", other, base);
     if (format == TextFormat::kMarkdown) {
-      out += fmt::format("**{}** {}\n\n{}\n", md_escape(title), md_escape(p.summary),
+      out += fmt::format("**{}** {}\n\n{}\n", markdown_cell(title), markdown_cell(p.summary),
                          md_table(header, rows));
     } else {
       using A = TextTable::Align;
       TextTable t(header, {A::kLeft, A::kRight, A::kRight, A::kLeft});
       for (auto& r : rows)
         t.add_row(std::move(r));
-      out += title + "\n" + p.summary + "\n" + t.render() + "\n";
+      out += one_line(title) + "\n" + one_line(p.summary) + "\n" + t.render() + "\n";
     }
   }
   return out;
@@ -347,18 +318,18 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
                            col.gpu_name,
                            col.catalogue_id,
                            present ? to_string(cell.source) : "",
-                           cell.fallback ? "true" : "false",
-                           cell.invalid ? "" : csv_num(cell.value),
-                           csv_num(cell.noise),
-                           csv_num(cell.of_datasheet),
-                           csv_num(cell.ratio),
-                           csv_num(cell.diff_pct),
+                           CsvCell::boolean(cell.fallback),
+                           CsvCell::number(cell.invalid ? std::nullopt : cell.value),
+                           CsvCell::number(cell.noise),
+                           CsvCell::number(cell.of_datasheet),
+                           CsvCell::number(cell.ratio),
+                           CsvCell::number(cell.diff_pct),
                            cell.verdict,
                            cell.basis,
-                           csv_num(cell.datasheet_ratio),
-                           cell.invalid ? "true" : "false",
-                           cell.throttled ? "true" : "false",
-                           cell.unsupported ? "true" : "false",
+                           CsvCell::number(cell.datasheet_ratio),
+                           CsvCell::boolean(cell.invalid),
+                           CsvCell::boolean(cell.throttled),
+                           CsvCell::boolean(cell.unsupported),
                            cell.source_ref,
                            cell.note});
         }
@@ -368,9 +339,9 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
     case TextFormat::kMarkdown: {
       const Grid g = comparison_grid(c);
       std::string out = render_headline(c, format) + md_table(g.header, g.rows);
-      out += fmt::format("\n{}\n\n", md_escape(kLegend));
+      out += fmt::format("\n{}\n\n", markdown_cell(kLegend));
       for (const std::string& n : g.notes)
-        out += "- " + n + "\n";
+        out += "- " + markdown_line(n) + "\n";
       return out;
     }
     case TextFormat::kTerminal:
@@ -386,7 +357,7 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
   out += t.rows() ? t.render() : "no figures to compare\n";
   out += fmt::format("{}\n", kLegend);
   for (const std::string& n : g.notes)
-    out += "  " + n + "\n";
+    out += "  " + one_line(n) + "\n";
   return out;
 }
 
@@ -480,10 +451,11 @@ std::string render_claims(const std::vector<ClaimJudgement>& judgements, TextFor
           csv_line({"line", "gpu", "metric", "value", "unit", "source", "verdict", "off_pct",
                     "reference", "reference_unit", "reference_source", "reference_ref", "why"});
       for (const ClaimJudgement& j : judgements)
-        out += csv_line({std::to_string(j.claim.line), j.claim.gpu, j.claim.metric,
-                         fmt::format("{}", j.claim.value), j.claim.unit, j.claim.source,
-                         to_string(j.verdict), j.reference ? fmt::format("{:.1f}", j.off_pct) : "",
-                         csv_num(j.reference), j.reference_unit,
+        out += csv_line({CsvCell::integer(j.claim.line), j.claim.gpu, j.claim.metric,
+                         CsvCell::number(j.claim.value), j.claim.unit, j.claim.source,
+                         to_string(j.verdict),
+                         CsvCell::fixed(j.reference ? std::optional(j.off_pct) : std::nullopt, 1),
+                         CsvCell::number(j.reference), j.reference_unit,
                          j.reference ? to_string(j.reference_source) : "", j.reference_ref, j.why});
       return out;
     }

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/text.h"
 #include "core/units.h"
 #include "core/verdict.h"
 #include "report/collectives.h"
@@ -95,7 +96,8 @@ std::string utilization_lines(const RunFile& run) {
       if (parts.empty()) continue;
       const std::string gpu =
           g.gpu >= 0 && static_cast<size_t>(g.gpu) < run.system.gpus.size()
-              ? fmt::format("GPU {} {}", g.gpu, short_gpu_name(run.system.gpus[g.gpu].name))
+              ? fmt::format("GPU {} {}", g.gpu,
+                            one_line(short_gpu_name(run.system.gpus[g.gpu].name)))
               : fmt::format("GPU {}", g.gpu);
       out += fmt::format("  {} on {}, {:.1f} s: {}\n", u.step, gpu, u.t_end_s - u.t_begin_s,
                          fmt::join(parts, ", "));
@@ -131,7 +133,7 @@ std::string render_summary(const RunFile& run) {
   if (const std::string u = utilization_lines(run); !u.empty())
     out += (out.empty() ? "" : "\n") + u;
   for (const RunError& e : run.errors)
-    out += fmt::format("error: {}: {}\n", e.context, e.message);
+    out += fmt::format("error: {}: {}\n", one_line(e.context), one_line(e.message));
   return out;
 }
 
@@ -157,16 +159,18 @@ std::string current_of_max(const std::optional<int>& cur, const std::optional<in
 
 std::string render_system(const SystemInfo& s) {
   std::string out;
-  out += fmt::format("host     {}\n", s.os);
-  out += fmt::format("cpu      {} ({} logical cores, {} memory)\n", s.cpu.model,
+  out += fmt::format("host     {}\n", one_line(s.os));
+  out += fmt::format("cpu      {} ({} logical cores, {} memory)\n", one_line(s.cpu.model),
                      opt(s.cpu.logical_cores),
                      s.cpu.memory_bytes ? format_bytes_binary(*s.cpu.memory_bytes) : "n/a");
-  out += fmt::format("driver   {}   CUDA driver {}   runtime {}\n", opt(s.driver_version),
-                     opt(s.cuda_driver_version), opt(s.cuda_runtime_version));
-  out += fmt::format("libs     cuBLAS {}   cuDNN {}   NCCL {}\n", opt(s.cublas_version),
-                     opt(s.cudnn_version), opt(s.nccl_version));
+  out += one_line(fmt::format("driver   {}   CUDA driver {}   runtime {}", opt(s.driver_version),
+                              opt(s.cuda_driver_version), opt(s.cuda_runtime_version))) +
+         "\n";
+  out += one_line(fmt::format("libs     cuBLAS {}   cuDNN {}   NCCL {}", opt(s.cublas_version),
+                              opt(s.cudnn_version), opt(s.nccl_version))) +
+         "\n";
   for (const GpuInfo& g : s.gpus) {
-    out += fmt::format("\nGPU {}    {}\n", g.index, g.name);
+    out += fmt::format("\nGPU {}    {}\n", g.index, one_line(g.name));
     TextTable t({"field", "value"});
     t.add_row({"uuid", g.uuid});
     t.add_row({"pci bus id", g.pci_bus_id});

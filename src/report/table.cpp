@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/text.h"
+
 namespace gpuvs {
 
 size_t display_width(const std::string& s) {
@@ -14,12 +16,18 @@ size_t display_width(const std::string& s) {
 
 TextTable::TextTable(std::vector<std::string> header, std::vector<Align> align)
     : header_(std::move(header)), align_(std::move(align)) {
+  for (std::string& h : header_)
+    h = one_line(h);
   align_.resize(header_.size(), Align::kLeft);
 }
 
 void TextTable::add_row(std::vector<std::string> cells) {
   if (cells.size() > header_.size()) throw std::logic_error("table row has too many cells");
   cells.resize(header_.size());
+  // Cells hold names from files: escaped here, where widths are counted, so that a
+  // newline cannot break a row and an escape sequence cannot reach the terminal.
+  for (std::string& c : cells)
+    c = one_line(c);
   rows_.push_back(std::move(cells));
 }
 

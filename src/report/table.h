@@ -1,5 +1,6 @@
 // Plain-text tables for the terminal: columns aligned by display width (UTF-8 aware,
-// so "µs" counts as two columns, not three bytes), numbers right-aligned.
+// so "µs" counts as two columns, not three bytes), numbers right-aligned. Every cell
+// passes one_line (core/text.h): one line, control characters escaped.
 #pragma once
 
 #include <string>

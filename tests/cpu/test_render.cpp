@@ -9,10 +9,14 @@
 #include <string>
 
 #include "compare_test_util.h"
+#include "csv_test_util.h"
 #include "report/render.h"
+#include "report/table.h"
 
 namespace gpuvs {
 namespace {
+
+using gpuvs_test::parse_csv;
 
 Comparison small_comparison() {
   Comparison c;
@@ -127,38 +131,6 @@ TEST(Render, Markdown) {
   expect_no_fake_numbers(out);
 }
 
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        field += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      rows.back().push_back(field);
-      field.clear();
-    } else if (ch == '\n') {
-      rows.back().push_back(field);
-      field.clear();
-      rows.emplace_back();
-    } else {
-      field += ch;
-    }
-  }
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
-}
-
 TEST(Render, CsvQuotesAndLeavesMissingEmpty) {
   const std::string out = render_comparison(small_comparison(), TextFormat::kCsv);
   EXPECT_NE(out.find("\"A100, \"\"80GB\"\"\""), std::string::npos) << out;  // RFC 4180
@@ -261,6 +233,50 @@ TEST(Render, EmptyComparison) {
   Comparison c;
   EXPECT_NE(render_comparison(c, TextFormat::kTerminal).find("no figures"), std::string::npos);
   EXPECT_TRUE(nlohmann::json::accept(render_comparison(c, TextFormat::kJson)));
+}
+
+// Names from files in every text format: shown in the terminal, text in Markdown, no
+// formula in CSV; the figures around them unchanged.
+TEST(Render, HostileNamesInEveryFormat) {
+  Comparison c = small_comparison();
+  c.columns[1].label = "=cmd|' /C calc'!A0";
+  c.columns[1].gpu_name = "A100\x1b]0;TITLE\x07\n<script>alert(1)</script>";
+  c.columns[2].label = "-2+3 \xe2\x80\xae|\\|";
+
+  const std::string term = render_comparison(c, TextFormat::kTerminal);
+  EXPECT_EQ(term.find('\x1b'), std::string::npos) << term;
+  EXPECT_EQ(term.find("\xe2\x80\xae"), std::string::npos) << term;
+  EXPECT_NE(term.find("A100\\x1b]0;TITLE\\x07\\n<script>"), std::string::npos) << term;
+
+  const std::string md = render_comparison(c, TextFormat::kMarkdown);
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+  EXPECT_NE(md.find("| =cmd\\|' /C calc'!A0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| -2+3 \\\\u202e\\|\\\\\\| |"), std::string::npos) << md;
+  // A note starts with the label: no list item of its own, no HTML.
+  EXPECT_NE(md.find("\n- \\-2+3 "), std::string::npos) << md;
+  EXPECT_NE(md.find("A100\\\\x1b\\]0;TITLE\\\\x07 &lt;script&gt;"), std::string::npos) << md;
+
+  const auto rows = parse_csv(render_comparison(c, TextFormat::kCsv));
+  ASSERT_GT(rows.size(), 3u);
+  bool seen = false;
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.size(), rows[0].size());
+    if (r[4] != "'=cmd|' /C calc'!A0") continue;
+    seen = true;
+    EXPECT_EQ(r[5], "A100\\x1b]0;TITLE\\x07\n<script>alert(1)</script>");
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(Render, TableCellsStayOnOneLine) {
+  TextTable t({"name", "value"}, {TextTable::Align::kLeft, TextTable::Align::kRight});
+  t.add_row({"two\nlines", "1"});
+  t.add_row({"\x1b[2Jx", "-2"});
+  EXPECT_EQ(t.render(),
+            "name        value\n"
+            "-----------------\n"
+            "two\\nlines      1\n"
+            "\\x1b[2Jx       -2\n");
 }
 
 }  // namespace

@@ -173,6 +173,10 @@ NumberRules model_count_rules() {
   return NumberRules::count().billions().at_most(1e30);
 }
 
+NumberRules model_size_rules() {
+  return model_count_rules().at_least(1e6);
+}
+
 std::string format_count(double n) {
   static constexpr std::array<std::pair<double, const char*>, 4> kScales = {
       {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "k"}}};
@@ -218,7 +222,7 @@ Model resolve_model(std::string_view name_or_size, const ModelOverrides& o) {
     if (!looks_like_size)
       throw UsageError(fmt::format("--model: unknown model '{}' (presets: {}; or a size: 7B, 70B)",
                                    name, preset_list()));
-    m.params = option_number("--model", name, model_count_rules().eg("7B, 70B, 25.6M")).value;
+    m.params = option_number("--model", name, model_size_rules().eg("7B, 70B, 25.6M")).value;
     m.kind = o.kind.value_or(ModelKind::kTransformer);
     if (m.kind == ModelKind::kTransformer) {
       const Preset* near = nullptr;

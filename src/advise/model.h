@@ -67,6 +67,10 @@ struct ModelOverrides {
 // "1.5e9", "1000"; decimal suffixes k/K, M, B or G (10^9), T, P; positive, decimals
 // allowed, at most 1e30 (core/units' parse_number).
 NumberRules model_count_rules();
+// A model's size (--model 70B, --params): model_count_rules() of at least 1M
+// parameters. Smaller models fit any GPU many times over and their shape cannot be
+// derived; "--model 0.0001" is a mistake, not a model.
+NumberRules model_size_rules();
 
 // "6.74B", "25.6M", "2T": three significant digits, suffixes model_count_rules() reads.
 std::string format_count(double n);

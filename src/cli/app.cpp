@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
+#include "cli/options.h"
 #include "core/host.h"
 #include "core/text.h"
+#include "core/units.h"
 
 namespace gpuvs::cli {
 
@@ -59,21 +62,51 @@ std::vector<int> parse_gpu_list(const std::string& text, int count) {
   }
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
-    size_t used = 0;
-    int v = -1;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || v < 0)
-      throw UsageError(fmt::format("--gpu: '{}' is not a GPU index", item));
-    if (v >= count)
-      throw UsageError(fmt::format("--gpu: GPU {} does not exist ({} visible)", v, count));
+    const ParsedNumber n = parse_number(item, NumberRules::plain().whole().or_zero());
+    if (!n.ok() || item.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(fmt::format("--gpu: {} is not a GPU index (0, 1, ...: e.g. --gpu 0,1)",
+                                   shown_text(item)));
+    if (n.integer >= count)
+      throw UsageError(fmt::format("--gpu: GPU {} does not exist ({} visible)", n.integer, count));
+    const int v = static_cast<int>(n.integer);
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
+  if (!text.empty() && text.back() == ',')
+    throw UsageError(fmt::format("--gpu: {} ends with a comma", shown_text(text)));
   return out;
 }
+
+void check_gpu_list(const std::string& text) {
+  if (!text.empty()) parse_gpu_list(text, std::numeric_limits<int>::max());
+}
+
+namespace {
+
+// "gpuvs bench": the command a parse error belongs to, whose --help tells more.
+std::string parsed_command(const CLI::App& app) {
+  std::string path = app.get_name();
+  const CLI::App* at = &app;
+  for (;;) {
+    const std::vector<const CLI::App*> subs =
+        at->get_subcommands([](const CLI::App* s) { return s->parsed(); });
+    if (subs.empty()) break;
+    at = subs.front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+// CLI11's message as one line: its own hint ("Run with --help ...") is replaced by
+// the help of the command at hand.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!text.empty() && text.back() == ' ')
+    text.pop_back();
+  return text;
+}
+
+}  // namespace
 
 int run_cli(int argc, char** argv) {
   CliContext ctx;
@@ -85,7 +118,7 @@ int run_cli(int argc, char** argv) {
       "gpuvs"};
   app.set_version_flag("--version", version_line());
   app.add_flag("--json", ctx.global.json, "Machine output (JSON) on stdout, nothing else there");
-  app.add_option("--out", ctx.global.out_dir, "Directory for the files a command writes");
+  add_path_option(&app, "--out", ctx.global.out_dir, "Directory for the files a command writes");
   app.add_flag("-q,--quiet", ctx.global.quiet, "No progress on stderr");
   app.fallthrough();  // global flags are accepted after the command name too
   app.require_subcommand(0, 1);
@@ -112,7 +145,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and a hint to stderr
+    const std::string command = parsed_command(app);
+    fmt::print(stderr, "{}: {} (see {} --help)\n", command, one_line(e.what()), command);
     return static_cast<int>(ExitCode::kUsage);
   }
   if (app.get_subcommands().empty()) {

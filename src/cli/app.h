@@ -48,6 +48,8 @@ std::filesystem::path run_file_path(const GlobalOptions& options, const std::str
 
 // Parse a GPU list "0,1" (empty: all of `count`). Bad or out-of-range: UsageError.
 std::vector<int> parse_gpu_list(const std::string& text, int count);
+// The same list's form alone, before any GPU is counted: UsageError when malformed.
+void check_gpu_list(const std::string& text);
 
 // Builds the app, parses, runs the chosen command; returns the exit code.
 int run_cli(int argc, char** argv);

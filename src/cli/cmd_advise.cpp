@@ -59,6 +59,52 @@ NumberRules whole_count(double max, std::string_view examples) {
 NumberRules fraction(std::string_view examples) {
   return NumberRules::plain().at_most(1).eg(examples);
 }
+// A share of a peak that is delivered: below 1 % no GPU is worth advising on.
+NumberRules share(std::string_view examples) {
+  return fraction(examples).at_least(0.01);
+}
+
+// Options that one mode uses and the other does not. Given in the other mode they are
+// refused, one line naming the option and the mode, rather than silently ignored
+// (their values would not even be checked).
+struct ModeOption {
+  std::string_view name;   // as registered
+  std::string_view shown;  // as the message names it
+  Mode mode;
+};
+constexpr ModeOption kModeOptions[] = {
+    {"--optimizer", "--optimizer", Mode::kTrain},
+    {"--parallel", "--parallel", Mode::kTrain},
+    {"--recompute", "--recompute", Mode::kTrain},
+    {"--flash-attention", "--flash-attention/--no-flash-attention", Mode::kTrain},
+    {"--micro-batch", "--micro-batch", Mode::kTrain},
+    {"--global-batch", "--global-batch", Mode::kTrain},
+    {"--tokens", "--tokens", Mode::kTrain},
+    {"--samples", "--samples", Mode::kTrain},
+    {"--max-days", "--max-days", Mode::kTrain},
+    {"--network", "--network", Mode::kTrain},
+    {"--context", "--context", Mode::kInfer},
+    {"--batch", "--batch", Mode::kInfer},
+    {"--kv-precision", "--kv-precision", Mode::kInfer},
+    {"--bw-util", "--bw-util", Mode::kInfer},
+};
+
+Mode parse_mode(const std::string& text) {
+  if (text == "train") return Mode::kTrain;
+  if (text == "infer") return Mode::kInfer;
+  throw UsageError(fmt::format("advise: unknown mode {} (train or infer)", shown_text(text)));
+}
+
+void refuse_other_mode_options(const CLI::App& sub, Mode mode) {
+  for (const ModeOption& o : kModeOptions) {
+    if (o.mode == mode || sub.get_option(std::string(o.name))->count() == 0) continue;
+    const bool train = o.mode == Mode::kTrain;
+    throw UsageError(fmt::format("advise {}: {} applies to {} (advise {}), not to {}",
+                                 train ? "infer" : "train", o.shown,
+                                 train ? "training" : "inference", train ? "train" : "infer",
+                                 train ? "inference" : "training"));
+  }
+}
 
 std::optional<double> number(const Text& text, const char* option, const NumberRules& rules) {
   if (!text) return std::nullopt;
@@ -72,12 +118,7 @@ std::optional<int64_t> whole(const Text& text, const char* option, const NumberR
 
 Request build_request(const AdviseArgs& a) {
   Request r;
-  if (a.mode == "train")
-    r.mode = Mode::kTrain;
-  else if (a.mode == "infer")
-    r.mode = Mode::kInfer;
-  else
-    throw UsageError(fmt::format("advise: unknown mode '{}' (train or infer)", a.mode));
+  r.mode = parse_mode(a.mode);
   const bool train = r.mode == Mode::kTrain;
 
   ModelOverrides o;
@@ -89,7 +130,7 @@ Request build_request(const AdviseArgs& a) {
     else
       throw UsageError(fmt::format("--kind: unknown kind '{}' (transformer, cnn)", a.kind));
   }
-  o.params = number(a.params, "--params", model_count_rules().eg("7B, 6.74B"));
+  o.params = number(a.params, "--params", model_size_rules().eg("7B, 6.74B"));
   if (auto v = whole(a.layers, "--layers", whole_count(100000, "32, 80")))
     o.layers = static_cast<int>(*v);
   if (auto v = whole(a.hidden, "--hidden", whole_count(1 << 24, "4096, 8192"))) o.hidden = *v;
@@ -100,13 +141,13 @@ Request build_request(const AdviseArgs& a) {
   o.seq = whole(a.seq, "--seq", whole_count(1 << 30, "2048, 4096"));
   o.vocab = whole(a.vocab, "--vocab", whole_count(1 << 30, "32000, 50257"));
   o.forward_flops = number(a.flops_per_sample, "--flops-per-sample",
-                           model_count_rules().unit("FLOP").eg("8.2G, 8.2GFLOP"));
+                           model_count_rules().at_least(1).unit("FLOP").eg("8.2G, 8.2GFLOP"));
   o.activation_bytes =
       number(a.activation_bytes, "--activation-bytes", NumberRules::bytes().whole().eg("45MB"));
   r.model = resolve_model(a.model, o);
 
-  r.tokens = number(a.tokens, "--tokens", model_count_rules().eg("2T, 300B"));
-  r.samples = number(a.samples, "--samples", model_count_rules().eg("115M"));
+  r.tokens = number(a.tokens, "--tokens", model_count_rules().at_least(1).eg("2T, 300B"));
+  r.samples = number(a.samples, "--samples", model_count_rules().at_least(1).eg("115M"));
   if (train) {
     r.train.precision = parse_precision(a.precision, true);
     r.train.optimizer = parse_optimizer(a.optimizer);
@@ -119,21 +160,17 @@ Request build_request(const AdviseArgs& a) {
         a.kv_precision.empty() ? Precision::kBf16 : parse_precision(a.kv_precision, false);
     r.infer.batch = whole(a.batch, "--batch", whole_count(1 << 24, "1, 16")).value_or(1);
   }
-  // In both modes, so that the advisor refuses a --context given for training.
   r.context = whole(a.context, "--context", whole_count(1 << 30, "4k, 128k"));
-  if (!train && (a.micro_batch || a.global_batch))
-    throw UsageError("--micro-batch/--global-batch apply to training; inference takes --batch");
-  if (train && (a.batch || !a.kv_precision.empty()))
-    throw UsageError("--batch/--kv-precision apply to inference (advise infer)");
   r.micro_batch = whole(a.micro_batch, "--micro-batch", whole_count(1 << 24, "1, 256"));
   r.global_batch = whole(a.global_batch, "--global-batch",
                          whole_count(static_cast<double>(int64_t{1} << 40), "1024, 16M"));
-  r.mfu = number(a.mfu, "--mfu", fraction("0.4"));
-  if (auto v = number(a.bw_util, "--bw-util", fraction("0.8"))) r.assumptions.bw_util = *v;
-  if (auto v = number(a.network, "--network", NumberRules::rate().eg("50GB/s")))
+  r.mfu = number(a.mfu, "--mfu", share("0.4"));
+  if (auto v = number(a.bw_util, "--bw-util", share("0.8"))) r.assumptions.bw_util = *v;
+  if (auto v = number(a.network, "--network", NumberRules::rate().at_most(1e15).eg("50GB/s")))
     r.assumptions.network_bandwidth = *v;
   Overhead overhead;
-  if (auto v = number(a.overhead, "--overhead", NumberRules::bytes().whole().or_zero().eg("2GB")))
+  if (auto v = number(a.overhead, "--overhead",
+                      NumberRules::bytes().whole().or_zero().at_most(1e15).eg("2GB")))
     overhead.fixed_bytes = *v;
   if (auto v = number(a.fragmentation, "--fragmentation", fraction("0.1").or_zero()))
     overhead.fraction = *v;
@@ -142,7 +179,7 @@ Request build_request(const AdviseArgs& a) {
   if (auto v = whole(a.gpus, "--gpus", whole_count(r.max_gpus, "8, 64")))
     r.gpus = static_cast<int>(*v);
   if (auto v = whole(a.tp, "--tp", whole_count(64, "1, 8"))) r.tp = static_cast<int>(*v);
-  r.max_days = number(a.max_days, "--max-days", NumberRules::plain().eg("30"));
+  r.max_days = number(a.max_days, "--max-days", NumberRules::plain().at_most(36500).eg("30"));
   if (!a.rank.empty()) {
     if (a.rank == "cost")
       r.rank_by = RankBy::kCost;
@@ -165,7 +202,8 @@ Request build_request(const AdviseArgs& a) {
   return r;
 }
 
-void run_advise(const AdviseArgs& args, CliContext& ctx) {
+void run_advise(const AdviseArgs& args, const CLI::App& sub, CliContext& ctx) {
+  refuse_other_mode_options(sub, parse_mode(args.mode));
   std::unique_ptr<Catalogue> loaded;
   if (!args.catalogue.empty())
     loaded = std::make_unique<Catalogue>(Catalogue::load(args.catalogue));
@@ -285,7 +323,7 @@ void add_advise_command(CLI::App& app, CliContext& ctx) {
       "  gpuvs advise --model 70B --tokens 2T --parallel zero3 --explain\n"
       "  gpuvs advise infer --model llama-2-70b --batch 16 --context 4096\n"
       "docs/advise.md gives every formula, default and source.");
-  sub->callback([&ctx, args] { run_advise(*args, ctx); });
+  sub->callback([&ctx, args, sub] { run_advise(*args, *sub, ctx); });
 }
 
 }  // namespace gpuvs::cli

@@ -1,6 +1,8 @@
 // `gpuvs bench [NAME...]`: micro-benchmarks by name or group, full measurement rules.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <limits>
 #include <optional>
 #include <utility>
@@ -8,18 +10,24 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/options.h"
 #include "cli/session.h"
+#include "comm/launch.h"
+#include "comm/nccl_tests.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "suite/produces.h"
 
 #if GPUVS_HAVE_CUDA
+#include "comm/world.h"
 #include "suite/registry.h"
 #endif
 
 namespace gpuvs::cli {
 
 namespace {
+
+constexpr double kDayS = 24 * 3600;
 
 struct BenchArgs {
   std::vector<std::string> names;
@@ -62,6 +70,48 @@ comm::CollectiveOptions collective_options(const BenchArgs& a) {
   o.launch.ranks = rank_number(a.ranks, "--ranks", false);
   o.launch.rendezvous = a.rendezvous;
   return o;
+}
+
+// What can be checked without a GPU, on every build: a mistake is exit 2 here, not
+// hidden behind "no GPU" (exit 3) or found after other benchmarks have run.
+void check_before_measuring(const BenchArgs& a, const comm::CollectiveOptions& o) {
+  for (const std::string& name : a.names) {
+    const auto defs = benchmark_defs();
+    if (std::none_of(defs.begin(), defs.end(),
+                     [&](const BenchmarkDef& b) { return b.name == name || b.group == name; })) {
+      std::string known;
+      for (const BenchmarkDef& b : defs)
+        known += fmt::format(" {} ({})", b.name, b.group);
+      throw UsageError(fmt::format("unknown benchmark '{}'; known:{}", name, known));
+    }
+  }
+  check_gpu_list(a.gpus);
+  const comm::LaunchRequest& request = o.launch;
+  const bool ranks_asked = request.rank || request.ranks || !request.rendezvous.empty();
+  if (ranks_asked) {
+#if GPUVS_HAVE_CUDA
+    const bool have_mpi = comm::built_with_mpi();
+#else
+    const bool have_mpi = false;
+#endif
+    const comm::Launch launch = comm::detect_launch(request, comm::process_env(), have_mpi);
+    if (launch.multi_process() && !o.nccl_tests_dir.empty())
+      throw UsageError(
+          "--nccl-tests runs beside a single-process run only (it drives every GPU from one "
+          "process with -g)");
+  }
+  if (!o.nccl_tests_dir.empty()) {
+    for (const std::string& op : comm::selected_ops(o)) {
+      comm::NcclTestsRun run;
+      run.dir = o.nccl_tests_dir;
+      run.op = op;
+      try {
+        comm::check_nccl_tests_binary(run);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("--nccl-tests: {}", e.what()));
+      }
+    }
+  }
 }
 
 // The table of benchmarks (suite/produces.h) and what each writes; a build without
@@ -117,15 +167,14 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
   sub->add_flag("--list", args->list,
                 "List the benchmarks and the result ids each writes, and exit (--json: as JSON)");
   sub->add_flag("--quick", args->quick, "Short pass, as in `gpuvs run`");
-  sub->add_option("--monitor-interval", args->monitor_interval_ms,
-                  "Milliseconds between utilization samples of the measured GPUs (default "
-                  "100; 0: off)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--time-cap", args->time_cap_s, "Seconds of sampling per result (default 2)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--noise", args->target_noise,
-                  "Stop sampling at this relative noise, e.g. 0.005 (default)")
-      ->check(CLI::Range(0.0, 1.0));
+  add_number_option(sub, "--monitor-interval", args->monitor_interval_ms, monitor_interval_rules(),
+                    "Milliseconds between utilization samples of the measured GPUs (default "
+                    "100; 0: off)");
+  add_number_option(sub, "--time-cap", args->time_cap_s,
+                    NumberRules::plain().at_most(kDayS).eg("2, 0.5"),
+                    "Seconds of sampling per result (default 2)");
+  add_number_option(sub, "--noise", args->target_noise, NumberRules::plain().at_most(1).eg("0.005"),
+                    "Stop sampling at this relative noise, e.g. 0.005 (default)");
   const std::string coll = "Collectives";
   sub->add_option("--ops", args->ops,
                   "Collectives to measure: all_reduce,all_gather,broadcast,reduce_scatter,reduce,"
@@ -144,9 +193,8 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
   sub->add_option("--protos", args->protos,
                   "Algorithm study: NCCL_PROTO values to try, e.g. LL,Simple (default: all)")
       ->group(coll);
-  sub->add_option("--timeout", args->timeout_s,
-                  "Seconds before a collective that does not finish aborts the run (default 60)")
-      ->check(CLI::PositiveNumber)
+  add_number_option(sub, "--timeout", args->timeout_s, NumberRules::plain().at_most(kDayS).eg("60"),
+                    "Seconds before a collective that does not finish aborts the run (default 60)")
       ->group(coll);
   sub->add_option("--rendezvous", args->rendezvous,
                   "Ranks without MPI meet through file:PATH (a path every rank sees)")
@@ -159,7 +207,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
                   "Send/receive buffers from cudaMalloc (default) or ncclMemAlloc (as nccl-tests)")
       ->check(CLI::IsMember({"cudaMalloc", "ncclMemAlloc"}))
       ->group(coll);
-  sub->add_option("--nccl-tests", args->nccl_tests,
+  add_path_option(sub, "--nccl-tests", args->nccl_tests,
                   "Directory of NVIDIA nccl-tests binaries to run beside gpuvs, same sizes")
       ->group(coll);
   sub->callback([&ctx, args] {
@@ -169,6 +217,7 @@ void add_bench_command(CLI::App& app, CliContext& ctx) {
       return;
     }
     comm::CollectiveOptions collectives = collective_options(*args);
+    check_before_measuring(*args, collectives);
 #if GPUVS_HAVE_CUDA
     SessionOptions options;
     options.command = "bench";

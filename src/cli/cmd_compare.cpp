@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/options.h"
 #include "core/atomic_file.h"
 #include "core/text.h"
 #include "report/claims.h"
@@ -52,8 +53,10 @@ bool is_run_file_arg(const std::string& arg) {
 size_t find_baseline(const std::string& want, const Comparison& c, const Catalogue& catalogue) {
   if (want.empty()) return 0;
   if (std::all_of(want.begin(), want.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
-    const unsigned long n = std::stoul(want);
-    if (n >= 1 && n <= c.columns.size()) return n - 1;
+    // Any length of digits: a number too large for any column is no such column.
+    const ParsedNumber n = parse_number(want, NumberRules::plain().whole().or_zero());
+    if (n.ok() && n.integer >= 1 && static_cast<uint64_t>(n.integer) <= c.columns.size())
+      return static_cast<size_t>(n.integer - 1);
   } else {
     const GpuSpec* spec = catalogue.find(want);
     for (size_t i = 0; i < c.columns.size(); ++i) {
@@ -227,10 +230,10 @@ void add_compare_command(CLI::App& app, CliContext& ctx) {
       ->check(CLI::IsMember({"table", "md", "csv", "json"}));
   sub->add_option("--catalogue", args->catalogue,
                   "Catalogue file to use instead of the built-in one");
-  sub->add_option("--tolerance", args->tolerance_pct,
-                  "Claims: within this many percent a claim holds (default 5; beyond 25 it "
-                  "is contradicted)")
-      ->check(CLI::Range(0.0, 100.0));
+  add_number_option(sub, "--tolerance", args->tolerance_pct,
+                    NumberRules::plain().or_zero().at_most(100).eg("5, 2.5"),
+                    "Claims: within this many percent a claim holds (default 5; beyond 25 it "
+                    "is contradicted)");
   sub->add_flag("--strict", args->strict, "Exit 1 when any claim is contradicted");
   sub->footer(
       "Output opens with a headline per column against the baseline. Ratios and verdicts only "

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/app.h"
+#include "cli/options.h"
 #include "cli/session.h"
 #include "core/units.h"
 #include "models/run_options.h"
@@ -102,9 +103,7 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   }
   if (a.headroom) {
     if (!run.batch_max) throw UsageError("--headroom: only with --batch max");
-    if (!(*a.headroom >= 0 && *a.headroom <= 0.9))
-      throw UsageError(fmt::format("--headroom: {} is not a fraction in [0, 0.9]", *a.headroom));
-    run.headroom = *a.headroom;
+    run.headroom = *a.headroom;  // a fraction in [0, 0.9]: read so by add_number_option
   }
   if (const auto seq = count(a.seq, "--seq", 1 << 20, "128, 512")) {
     if (c.model != "bert-large") throw UsageError("--seq: only for bert-large");
@@ -116,8 +115,12 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
     if (*steps < 1) throw UsageError("--steps: must be 1 or more");
     run.steps = static_cast<int>(*steps);
   }
-  if (a.time_cap_s && !(*a.time_cap_s > 0)) throw UsageError("--time-cap: must be positive");
   run.profile = a.profile;
+  // Known without a GPU: ResNet-50 has no FP8 path on any GPU (models/factory.cpp
+  // says the same when asked directly).
+  if (c.model == "resnet50" && c.precision == models::Precision::kFp8)
+    throw UsageError("--precision fp8 is BERT-only: ResNet-50 runs fp32, tf32, fp16 or bf16");
+  check_gpu_list(a.gpus);
   return run;
 }
 
@@ -144,16 +147,18 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
   sub->add_option("--attention", args->attention,
                   "bert-large attention: unfused (default; probabilities in memory) | fused "
                   "(flash-style kernels)");
-  sub->add_option("--headroom", args->headroom,
-                  "With --batch max: fraction of memory the recommended batch leaves free "
-                  "(default 0.10)");
+  add_number_option(sub, "--headroom", args->headroom,
+                    NumberRules::plain().or_zero().at_most(0.9).eg("0.1"),
+                    "With --batch max: fraction of memory the recommended batch leaves free "
+                    "(default 0.10)");
   sub->add_option("--seq", args->seq, "bert-large sequence length: 128 (default) | 512");
   auto* steps = sub->add_option("--steps", args->steps,
                                 "Exactly N timed steps, one sample each (default: until the "
                                 "noise target or the time cap)");
-  auto* cap =
-      sub->add_option("--time-cap", args->time_cap_s,
-                      "Seconds of sampling for the throughput (default 2; 0.5 with --quick)");
+  auto* cap = add_number_option(sub, "--time-cap", args->time_cap_s,
+                                NumberRules::plain().at_most(24 * 3600).eg("2, 0.5"),
+                                "Seconds of sampling for the throughput (default 2; 0.5 with "
+                                "--quick)");
   steps->excludes(cap);
   sub->add_flag("--profile", args->profile,
                 "Per-layer time breakdown, where the model can time its layers");

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/options.h"
 #include "cli/session.h"
 #include "core/atomic_file.h"
 #include "core/text.h"
@@ -93,6 +94,14 @@ std::string signal_name(int sig) {
       return "SIGQUIT";
     case SIGKILL:
       return "SIGKILL";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGPIPE:
+      return "SIGPIPE";
     default:
       return fmt::format("signal {}", sig);
   }
@@ -128,10 +137,6 @@ nlohmann::ordered_json timeline_document(const MonitorArgs& args, const MonitorR
 void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContext& ctx) {
   const fs::path out_path = timeline_path(global, args);
   const fs::path prom_path = args.prometheus;
-  if (!prom_path.empty() && prom_path.has_parent_path() &&
-      !fs::is_directory(prom_path.parent_path()))
-    throw UsageError(
-        fmt::format("--prometheus: directory {} does not exist", prom_path.parent_path().string()));
 
   std::unique_ptr<monitor::Source> source = monitor::make_nvml_source();
   MonitorRun run;
@@ -201,6 +206,38 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
 
 #endif
 
+// Everything that can go wrong before CMD runs is found before it runs, on every
+// build: a mistake is exit 2 and CMD is not started, rather than CMD running for an
+// hour and its exit code lost to an output that cannot be written.
+void check_monitor_args(const GlobalOptions& global, const MonitorArgs& args) {
+  if (args.command.empty())
+    throw UsageError("monitor: no command to run; usage: gpuvs monitor [options] -- CMD ARGS...");
+  if (args.command[0].empty()) throw UsageError("monitor: the command to run is empty ('')");
+  const auto refuse = [](const std::string& what, const std::string& problem) {
+    throw UsageError(fmt::format("monitor {}: {} (nothing was run)", what, problem));
+  };
+  if (!args.out_file.empty()) {
+    if (const std::string p = write_problem(args.out_file, true); !p.empty())
+      refuse(fmt::format("--out {}", args.out_file), p);
+  } else {
+    const fs::path dir = global.out_dir.empty() ? "gpuvs-results" : global.out_dir;
+    if (const std::string p = folder_write_problem(dir, true); !p.empty())
+      refuse(fmt::format("timeline folder {}", dir.string()), p);
+  }
+  if (args.prometheus.empty()) return;
+  const fs::path prom = args.prometheus;
+  if (prom.has_parent_path() && !fs::is_directory(prom.parent_path()))
+    throw UsageError(
+        fmt::format("--prometheus: directory {} does not exist", prom.parent_path().string()));
+  if (const std::string p = write_problem(prom); !p.empty())
+    refuse(fmt::format("--prometheus {}", args.prometheus), p);
+  std::error_code ec;
+  if (!args.out_file.empty() &&
+      fs::weakly_canonical(args.out_file, ec) == fs::weakly_canonical(prom, ec))
+    throw UsageError(
+        fmt::format("monitor: --out and --prometheus name the same file {}", args.prometheus));
+}
+
 }  // namespace
 
 void add_monitor_command(CLI::App& app, CliContext& ctx) {
@@ -209,22 +246,23 @@ void add_monitor_command(CLI::App& app, CliContext& ctx) {
       "monitor",
       "SM utilization, tensor activity, memory bandwidth, power and clocks of every GPU "
       "while CMD runs: gpuvs monitor [options] -- CMD ARGS...");
-  sub->add_option("--interval", args->interval_ms, "Milliseconds between samples (default 100)")
-      ->check(CLI::Range(10, 3600 * 1000));
-  sub->add_option("--out", args->out_file,
+  add_number_option(sub, "--interval", args->interval_ms,
+                    NumberRules::count().at_least(10).at_most(3600 * 1000).eg("100, 1k"),
+                    "Milliseconds between samples (default 100)");
+  add_path_option(sub, "--out", args->out_file,
                   "Timeline file (default: <global --out dir>/monitor-<UTC stamp>.json)");
   sub->add_flag("--csv", args->csv, "Timeline as CSV instead of JSON");
-  sub->add_option("--prometheus", args->prometheus,
+  add_path_option(sub, "--prometheus", args->prometheus,
                   "Rewrite FILE after every sample (Prometheus text format, node_exporter "
                   "textfile collector)");
   sub->add_option("command", args->command, "The command to run and watch, after --")->expected(-1);
   sub->footer(
       "Exit code: CMD's own; 128+N when signal N killed it; 127 CMD not found; 126 CMD "
-      "cannot be run; 2 usage error. SIGINT/SIGTERM/SIGHUP/SIGQUIT are passed on to CMD "
-      "and the timeline is still written.");
+      "cannot be run; 2 usage error, also an output that cannot be written (checked before "
+      "CMD starts). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and SIGPIPE "
+      "are passed on to CMD and the timeline is still written.");
   sub->callback([&ctx, args] {
-    if (args->command.empty())
-      throw UsageError("monitor: no command to run; usage: gpuvs monitor [options] -- CMD ARGS...");
+    check_monitor_args(ctx.global, *args);
 #if GPUVS_HAVE_CUDA
     run_monitor(ctx.global, *args, ctx);
 #else

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "cli/app.h"
+#include "cli/options.h"
 #include "cli/session.h"
 #include "core/atomic_file.h"
 #include "core/embedded.h"
@@ -84,11 +85,11 @@ void add_run_command(CLI::App& app, CliContext& ctx) {
       "Main job: detect, run the standard suite, write a run file (gpuvs.run/1) and "
       "print the summary. Without a GPU: the bundled H200 reference against the A100");
   sub->add_option("--gpu", *gpus, "GPUs to measure, e.g. 0,1 (default: all)");
-  sub->add_option("--monitor-interval", *monitor_ms,
-                  "Milliseconds between utilization samples of the measured GPUs (default "
-                  "100; 0: off)")
-      ->check(CLI::NonNegativeNumber);
+  add_number_option(sub, "--monitor-interval", *monitor_ms, monitor_interval_rules(),
+                    "Milliseconds between utilization samples of the measured GPUs (default "
+                    "100; 0: off)");
   sub->callback([&ctx, gpus, monitor_ms] {
+    check_gpu_list(*gpus);  // a malformed list is a usage error on every machine
     SessionOptions options;
     options.command = "run";
     options.gpu_list = *gpus;

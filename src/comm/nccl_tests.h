@@ -137,6 +137,11 @@ std::filesystem::path nccl_tests_path(const NcclTestsRun& run);
 // factor that is not a whole number >= 2, gpus < 1, ...).
 std::vector<std::string> nccl_tests_argv(const NcclTestsRun& run);
 
+// UsageError naming the path when the directory or the binary is missing or not
+// executable: what run_nccl_tests checks first, for a command line checked before
+// anything runs.
+void check_nccl_tests_binary(const NcclTestsRun& run);
+
 // Runs it and parses what it printed. Error when the directory or the binary is
 // missing or not executable (naming the path), when it cannot be started, when it
 // exits non-zero or is killed (quoting nccl_tests_error_summary, else its last line),

@@ -156,7 +156,7 @@ constexpr size_t kMaxLog = size_t(64) << 20;  // a runaway child cannot eat our 
 
 }  // namespace
 
-NcclTestsOutput run_nccl_tests(const NcclTestsRun& run) {
+void check_nccl_tests_binary(const NcclTestsRun& run) {
   namespace fs = std::filesystem;
   const std::string binary_name = nccl_tests_binary(run.op) + run.suffix;
   std::error_code ec;
@@ -175,6 +175,11 @@ NcclTestsOutput run_nccl_tests(const NcclTestsRun& run) {
   if (!fs::is_regular_file(binary, ec) || ::access(binary.c_str(), X_OK) != 0) {
     throw UsageError(fmt::format("{} is not an executable file", binary.string()));
   }
+}
+
+NcclTestsOutput run_nccl_tests(const NcclTestsRun& run) {
+  namespace fs = std::filesystem;
+  check_nccl_tests_binary(run);
   if (!(run.timeout_s > 0) || !std::isfinite(run.timeout_s)) {
     throw UsageError(fmt::format("nccl-tests: timeout {} s is not positive", run.timeout_s));
   }

@@ -75,7 +75,51 @@ std::string folder_problem(const std::filesystem::path& folder) {
   return errno_text(errno);
 }
 
+// Why `path` itself cannot be replaced (step 1 of the contract), or "": a symbolic
+// link, a directory, not a regular file, or the way to its folder is wrong.
+std::string target_problem(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  if (name.empty() || name == "." || name == "..") return errno_text(EISDIR);
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      return "it is a symbolic link (gpuvs does not write through links; remove it or write "
+             "elsewhere)";
+    if (S_ISDIR(st.st_mode)) return errno_text(EISDIR);
+    if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+  } else if (errno != ENOENT) {
+    // ENOTDIR, ELOOP, EACCES on the way to the folder: name the folder when it is
+    // the folder that is wrong.
+    const int err = errno;
+    const std::string problem = folder_problem(folder);
+    return problem.empty() ? errno_text(err) : problem;
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string folder_write_problem(const std::filesystem::path& folder, bool made_later) {
+  std::filesystem::path at = folder.empty() ? "." : folder;
+  if (made_later) {
+    // The nearest folder that exists must let the missing ones be made in it.
+    std::error_code ec;
+    while (!std::filesystem::exists(at, ec) && at.has_parent_path() && at != at.parent_path())
+      at = at.parent_path();
+    if (!std::filesystem::exists(at, ec)) at = ".";
+  }
+  if (std::string problem = folder_problem(at); !problem.empty()) return problem;
+  if (::access(at.c_str(), W_OK | X_OK) != 0) {
+    return fmt::format("{}: {}", run_json::printable(at.string(), 4096), errno_text(errno));
+  }
+  return {};
+}
+
+std::string write_problem(const std::filesystem::path& path, bool folder_made_later) {
+  if (std::string problem = target_problem(path); !problem.empty()) return problem;
+  return folder_write_problem(path.has_parent_path() ? path.parent_path() : ".", folder_made_later);
+}
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content,
                            std::string_view what, Sync sync) {
@@ -85,24 +129,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
                              : fmt::format("cannot write {} {}: {}", what, shown, reason));
   };
 
+  if (const std::string problem = target_problem(path); !problem.empty()) fail(problem);
   const std::string name = path.filename().string();
-  if (name.empty() || name == "." || name == "..") fail(errno_text(EISDIR));
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode))
-      fail(
-          "it is a symbolic link (gpuvs does not write through links; remove it or write "
-          "elsewhere)");
-    if (S_ISDIR(st.st_mode)) fail(errno_text(EISDIR));
-    if (!S_ISREG(st.st_mode)) fail("it is not a regular file");
-  } else if (errno != ENOENT) {
-    // ENOTDIR, ELOOP, EACCES on the way to the folder: name the folder when it is
-    // the folder that is wrong.
-    const int err = errno;
-    const std::string problem = folder_problem(folder);
-    fail(problem.empty() ? errno_text(err) : problem);
-  }
 
   // The temporary name holds the start of the file's name, cut where no UTF-8
   // character is split.

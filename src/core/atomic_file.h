@@ -44,6 +44,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 namespace gpuvs {
@@ -52,5 +53,17 @@ enum class Sync { kDurable, kAtomicOnly };
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content,
                            std::string_view what = {}, Sync sync = Sync::kDurable);
+
+// Why write_file_atomically(path, ...) would fail now, as far as can be told without
+// writing, in the words of its errors: `path` is a symbolic link, a directory or not
+// a regular file; its folder is missing, not a directory or not writable (access(2):
+// permissions, a read-only file system). "" when nothing is in the way. For a
+// command that checks its outputs before a long run (gpuvs monitor, before CMD).
+// With `folder_made_later`, a missing folder is fine when the nearest folder that
+// exists lets it be made.
+std::string write_problem(const std::filesystem::path& path, bool folder_made_later = false);
+// The folder part of write_problem: `folder` (or, with `made_later`, its nearest
+// existing ancestor) is a directory gpuvs may create files in.
+std::string folder_write_problem(const std::filesystem::path& folder, bool made_later = false);
 
 }  // namespace gpuvs

@@ -443,6 +443,8 @@ ParsedNumber parse_number(std::string_view text, const NumberRules& rules) {
           fmt::format("not a whole number ({} is {})", shown_text(s), std::ldexp(v, suffix->p2)));
     }
     out.value = static_cast<double>(out.integer);
+    if (rules.min() && out.value < *rules.min())
+      return fail("too small: at least " + readable(*rules.min()));
     return out;
   }
 
@@ -460,6 +462,7 @@ ParsedNumber parse_number(std::string_view text, const NumberRules& rules) {
   if (v == 0) return fail("too small to tell from 0");
   v = std::ldexp(v, suffix->p2);
   if (!std::isfinite(v) || v > limit) return fail("too large: at most " + readable(limit));
+  if (rules.min() && v < *rules.min()) return fail("too small: at least " + readable(*rules.min()));
   out.value = v;
   return out;
 }

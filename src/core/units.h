@@ -63,6 +63,13 @@ class NumberRules {
     r.max_ = max;
     return r;
   }
+  // The smallest value allowed (inclusive), above 0; a smaller one is refused with
+  // the bound ("too small: at least 1000000"). 0 stays governed by or_zero().
+  NumberRules at_least(double min) const {
+    NumberRules r = *this;
+    r.min_ = min;
+    return r;
+  }
   // Counts: B is 10^9 as well as G, as model sizes and token counts are written
   // (7B parameters, 300B tokens).
   NumberRules billions() const {
@@ -96,6 +103,7 @@ class NumberRules {
   bool needs_whole() const { return whole_; }
   bool allows_zero() const { return zero_; }
   std::optional<double> max() const { return max_; }
+  std::optional<double> min() const { return min_; }
   bool b_is_billion() const { return billions_; }
   bool binary_letters() const { return bare_binary_; }
   std::string_view unit_name() const { return unit_; }
@@ -111,6 +119,7 @@ class NumberRules {
   bool whole_ = false;
   bool zero_ = false;
   std::optional<double> max_;
+  std::optional<double> min_;
   bool billions_ = false;
   bool bare_binary_ = false;
   std::string_view unit_;
@@ -127,7 +136,8 @@ struct ParsedNumber {
 
 // The value of `text` under `rules`, or the reason it has none: empty, not a number,
 // an unknown unit, not finite, negative, 0 where not allowed, a fraction where a whole
-// number is needed, too large (the bound given readably: "at most 1073741824").
+// number is needed, too large or too small (the bound given readably: "at most
+// 1073741824", "at least 0.001").
 ParsedNumber parse_number(std::string_view text, const NumberRules& rules);
 
 // parse_number for a command-line option: the value, or a UsageError (exit 2) naming

@@ -20,7 +20,13 @@ namespace gpuvs::monitor {
 
 namespace {
 
-constexpr std::array<int, 4> kForwarded = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Every signal whose default would end gpuvs and leave CMD running on its own, the
+// timeline lost: a terminal's and a scheduler's (Slurm's --signal=USR1@N, a batch
+// system's SIGALRM or SIGUSR2 before the time limit), and a SIGPIPE sent by another
+// process. SIGPIPE that gpuvs's own write raises (its stderr was closed) is not
+// passed on: the write fails with EPIPE instead, and CMD is none of its business.
+constexpr std::array<int, 8> kForwarded = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                           SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE};
 
 // Shared with the signal handler, which may run on any thread (the sampler's too):
 // only lock-free atomics. A signal that arrives before the child's pid is known is
@@ -50,7 +56,8 @@ void on_signal(int sig, siginfo_t* info, void*) {
   // SI_KERNEL: the terminal sent it to the whole foreground process group, which
   // includes the child; sending it again would deliver it twice.
   const bool from_kernel = info != nullptr && info->si_code == SI_KERNEL;
-  if (!from_kernel) {
+  const bool own_pipe = sig == SIGPIPE && info != nullptr && info->si_pid == ::getpid();
+  if (!from_kernel && !own_pipe) {
     const int n = g_log_count.fetch_add(1);
     if (n < kMaxLogged) g_log[static_cast<size_t>(n)].store(sig);
     // Park first, then look for the pid: run_child publishes the pid, then drains, so

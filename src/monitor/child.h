@@ -4,11 +4,13 @@
 // code is forwarded as a shell would: the code it exited with, 128 + n when signal n
 // killed it, 127 when CMD was not found, 126 when it was found but cannot be run.
 //
-// While CMD runs, gpuvs does not die from SIGINT, SIGTERM, SIGHUP or SIGQUIT: it
-// passes each on to CMD (unless the kernel sent it to the whole foreground process
-// group, which CMD then got already: a terminal's Ctrl-C, Ctrl-\ or hang-up), waits
-// for CMD to end, and the caller writes its outputs. Signals that were ignored when
-// gpuvs started (nohup, a background job's SIGINT) stay ignored, for CMD too. The
+// While CMD runs, gpuvs does not die from SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+// SIGUSR2, SIGALRM or SIGPIPE: it passes each on to CMD (unless the kernel sent it to
+// the whole foreground process group, which CMD then got already: a terminal's
+// Ctrl-C, Ctrl-\ or hang-up; or it is a SIGPIPE raised by gpuvs's own write), waits
+// for CMD to end, and the caller writes its outputs. CMD decides what a signal means
+// (Slurm's --signal=USR1@N: checkpoint, or end); gpuvs stays until CMD has ended. Signals that were
+// ignored when gpuvs started (nohup, a background job's SIGINT) stay ignored, for CMD too. The
 // previous dispositions are restored before run_child returns.
 //
 // Plain POSIX; one child at a time per process (the signal handlers are global).

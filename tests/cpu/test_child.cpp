@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -129,6 +130,45 @@ TEST(MonitorChild, SighupAndKillIntAreForwarded) {
   status = signal_monitor_during_sleep(SIGINT);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+}
+
+// A scheduler's signals (Slurm's --signal=USR1@N, SIGUSR2, SIGALRM) and a SIGPIPE
+// sent by another process reach the command; the monitor survives each.
+TEST(MonitorChild, SchedulerSignalsAndAnotherProcesssSigpipeAreForwarded) {
+  for (int sig : {SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE}) {
+    const int status = signal_monitor_during_sleep(sig);
+    ASSERT_TRUE(WIFEXITED(status))
+        << "signal " << sig << ": the monitor died (status " << status << ")";
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << "signal " << sig;
+  }
+}
+
+// A SIGPIPE raised by the monitor's own write (its output was closed) is not the
+// command's business: the write fails, the command runs on and ends normally.
+TEST(MonitorChild, OwnSigpipeIsNotForwarded) {
+  const pid_t monitor = ::fork();
+  if (monitor == 0) {
+    ChildOptions options;
+    options.on_started = [](pid_t) {
+      int p[2];
+      if (::pipe(p) != 0) ::_exit(98);
+      ::close(p[0]);
+      const char c = 1;
+      const bool failed = ::write(p[1], &c, 1) < 0 && errno == EPIPE;
+      ::close(p[1]);
+      if (!failed) ::_exit(97);
+    };
+    int code = 99;
+    try {
+      code = run_child({"sh", "-c", "sleep 0.2; exit 5"}, options).exit_code;
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(monitor, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the monitor died (status " << status << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 5);
 }
 
 TEST(MonitorChild, ForwardedSignalsAreReported) {

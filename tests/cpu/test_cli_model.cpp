@@ -77,13 +77,13 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"resnet50 --mode infer --accumulate 2", "--mode train only"},
       {"resnet50 --graph maybe", "--graph: 'maybe' is not on or off"},
       {"resnet50 --headroom 0.2", "--headroom: only with --batch max"},
-      {"resnet50 --batch max --headroom 0.95", "--headroom: 0.95 is not a fraction"},
+      {"resnet50 --batch max --headroom 0.95", "--headroom 0.95: too large: at most 0.9"},
       {"resnet50 --seq 128", "--seq: only for bert-large"},
       {"bert-large --seq 256", "--seq: 256 is not 128 or 512"},
       {"resnet50 --attention fused", "--attention: only for bert-large"},
       {"bert-large --attention flash", "--attention: 'flash' is not unfused or fused"},
       {"resnet50 --steps 0", "--steps: must be 1 or more"},
-      {"resnet50 --time-cap 0", "--time-cap: must be positive"},
+      {"resnet50 --time-cap 0", "--time-cap 0: must be positive"},
   };
   for (const BadCase& c : cases) {
     const CliOutcome o = model(c.args);

@@ -2,6 +2,7 @@
 // code forwarded, CMD not found, usage errors, the timeline and Prometheus files,
 // signals. On a machine without a GPU (or NVML) CMD still runs, unwatched.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "cli_runner.h"
 
@@ -176,45 +178,130 @@ TEST_F(CliMonitor, WithoutAGpuSaysOnceThatNothingCanBeSampled) {
     EXPECT_EQ(line.rfind("gpuvs monitor: ", 0), 0u) << line;
 }
 
-TEST_F(CliMonitor, SigtermToGpuvsIsPassedOnAndTheTimelineIsStillWritten) {
-  SKIP_WITHOUT_CUDA();
-  // gpuvs runs in the background; CMD says it started by creating `ready`, then the
-  // shell sends SIGTERM to gpuvs (not to CMD) and reports gpuvs's exit code.
-  const fs::path ready = dir_ / "ready";
-  const fs::path file = dir_ / "t.json";
-  const fs::path err = dir_ / "err.txt";
-  const std::string script =
-      std::string(GPUVS_BIN) + " monitor --out " + file.string() + " -- sh -c 'touch " +
-      ready.string() + "; exec sleep 30' 2>" + err.string() + " & p=$!; i=0; while [ ! -e " +
-      ready.string() + " ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; kill -TERM $p; " +
-      "wait $p; echo $?";
+// gpuvs runs in the background; CMD says it started by creating `ready`, then the
+// shell sends `sig` to gpuvs (not to CMD) and reports gpuvs's exit code.
+std::string signal_gpuvs_during(const fs::path& dir, const std::string& sig) {
+  const fs::path ready = dir / "ready";
+  const fs::path file = dir / "t.json";
+  const fs::path err = dir / "err.txt";
+  fs::remove(ready);
+  fs::remove(file);
+  const std::string script = std::string(GPUVS_BIN) + " monitor --out " + file.string() +
+                             " -- sh -c 'touch " + ready.string() + "; exec sleep 30' 2>" +
+                             err.string() + " & p=$!; i=0; while [ ! -e " + ready.string() +
+                             " ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; kill -" + sig +
+                             " $p; wait $p; echo $?";
   FILE* pipe = ::popen(script.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  if (pipe == nullptr) return "popen failed";
   char buf[64] = {};
   const size_t n = std::fread(buf, 1, sizeof buf - 1, pipe);
   ::pclose(pipe);
-  EXPECT_EQ(std::string(buf, n), "143\n");
-  EXPECT_TRUE(fs::exists(file));
-  EXPECT_NE(read(err).find("passed SIGTERM on to sh"), std::string::npos) << read(err);
+  return std::string(buf, n);
 }
 
-TEST_F(CliMonitor, SymbolicLinksAreNotWrittenThrough) {
+TEST_F(CliMonitor, SigtermToGpuvsIsPassedOnAndTheTimelineIsStillWritten) {
   SKIP_WITHOUT_CUDA();
+  EXPECT_EQ(signal_gpuvs_during(dir_, "TERM"), "143\n");
+  EXPECT_TRUE(fs::exists(dir_ / "t.json"));
+  EXPECT_NE(read(dir_ / "err.txt").find("passed SIGTERM on to sh"), std::string::npos)
+      << read(dir_ / "err.txt");
+}
+
+// A scheduler's warning signals (Slurm's --signal=USR1@N), SIGALRM and a SIGPIPE sent
+// by another process do not kill gpuvs and orphan CMD: CMD gets them, gpuvs waits
+// for it, writes the timeline and exits with CMD's code (128 + N: sleep dies of each).
+// Needs a CUDA build (the monitor runs CMD there), not a GPU.
+TEST_F(CliMonitor, SchedulerSignalsArePassedOnAndTheTimelineIsStillWritten) {
+  SKIP_WITHOUT_CUDA();
+  const std::pair<const char*, int> signals[] = {
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {"PIPE", SIGPIPE}};
+  for (const auto& [name, number] : signals) {
+    EXPECT_EQ(signal_gpuvs_during(dir_, name), std::to_string(128 + number) + "\n") << name;
+    EXPECT_TRUE(fs::exists(dir_ / "t.json")) << name;
+    const nlohmann::json doc = nlohmann::json::parse(read(dir_ / "t.json"));
+    EXPECT_EQ(doc.at("signal"), number) << name;
+    EXPECT_NE(read(dir_ / "err.txt").find(std::string("passed SIG") + name + " on to sh"),
+              std::string::npos)
+        << read(dir_ / "err.txt");
+  }
+}
+
+// The outputs are checked before CMD starts, on every build: an output that cannot
+// be written is exit 2 and CMD does not run (its exit code would be lost after it).
+TEST_F(CliMonitor, SymbolicLinksAreRefusedBeforeTheCommandRuns) {
   const fs::path target = dir_ / "target.txt";
   { std::ofstream(target) << "keep\n"; }
   const fs::path timeline = dir_ / "t.json";
   const fs::path prom = dir_ / "gpuvs.prom";
   fs::create_symlink(target, timeline);
   fs::create_symlink(target, prom);
+  const fs::path ran = dir_ / "ran";
   const CliOutcome o = monitor("--interval 10 --out " + timeline.string() + " --prometheus " +
-                               prom.string() + " -- sleep 0.1");
-  EXPECT_EQ(o.code, 1) << o.err;
-  EXPECT_NE(o.err.find("cannot write " + timeline.string() + ": it is a symbolic link"),
-            std::string::npos)
-      << o.err;
+                               prom.string() + " -- touch " + ran.string());
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_EQ(o.err, "gpuvs: monitor --out " + timeline.string() +
+                       ": it is a symbolic link (gpuvs does not write through links; remove it "
+                       "or write elsewhere) (nothing was run)\n");
+  EXPECT_FALSE(fs::exists(ran));
   EXPECT_EQ(read(target), "keep\n");
   EXPECT_TRUE(fs::is_symlink(timeline));
   EXPECT_TRUE(fs::is_symlink(prom));
+  const CliOutcome p = monitor("--prometheus " + prom.string() + " -- touch " + ran.string());
+  EXPECT_EQ(p.code, 2) << p.err;
+  EXPECT_NE(p.err.find("--prometheus " + prom.string() + ": it is a symbolic link"),
+            std::string::npos)
+      << p.err;
+  EXPECT_FALSE(fs::exists(ran));
+}
+
+TEST_F(CliMonitor, OutputsThatCannotBeWrittenAreRefusedBeforeTheCommandRuns) {
+  const fs::path ran = dir_ / "ran";
+  const fs::path file = dir_ / "plain.txt";
+  { std::ofstream(file) << "x\n"; }
+  const fs::path sub = dir_ / "sub";
+  fs::create_directories(sub);
+  const std::pair<std::string, std::string> cases[] = {
+      {"--out " + dir_.string(), "monitor --out " + dir_.string() + ": Is a directory"},
+      {"--out " + (file / "t.json").string(), file.string() + " is not a directory"},
+      {"--out " + (file / "deeper" / "t.json").string(), "deeper is not a directory"},
+      {"--prometheus " + sub.string(), "monitor --prometheus " + sub.string() + ": Is a directory"},
+      {"--prometheus " + (dir_ / "missing" / "x.prom").string(),
+       "--prometheus: directory " + (dir_ / "missing").string() + " does not exist"},
+      {"--out " + (sub / "same").string() + " --prometheus " + (sub / "same").string(),
+       "--out and --prometheus name the same file"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const CliOutcome o = monitor(args + " -- touch " + ran.string());
+    EXPECT_EQ(o.code, 2) << args << ": " << o.err;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << args << ": " << o.err;
+    EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
+    EXPECT_FALSE(fs::exists(ran)) << args;
+  }
+  // The default timeline folder (the global --out) is checked as well.
+  const CliOutcome g = run_gpuvs("--out " + file.string() + " monitor -- touch " + ran.string());
+  EXPECT_EQ(g.code, 2) << g.err;
+  EXPECT_NE(
+      g.err.find("timeline folder " + file.string() + ": " + file.string() + " is not a directory"),
+      std::string::npos)
+      << g.err;
+  EXPECT_FALSE(fs::exists(ran));
+}
+
+// An empty command, and an option that took `--` as its file name, are usage errors:
+// no file named `--` is made.
+TEST_F(CliMonitor, EmptyCommandAndDashDashAsAFileNameAreUsageErrors) {
+  const CliOutcome e = monitor("-- ''");
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_EQ(e.err, "gpuvs: monitor: the command to run is empty ('')\n");
+  for (const char* option : {"--prometheus", "--out"}) {
+    const CliOutcome o = run_gpuvs("--out " + dir_.string() + " monitor " + option + " -- true");
+    EXPECT_EQ(o.code, 2) << option << ": " << o.err;
+    EXPECT_NE(o.err.find(std::string(option) + " --: not a file name"), std::string::npos) << o.err;
+    EXPECT_FALSE(fs::exists("--")) << option;
+  }
+  const CliOutcome p = monitor("--prometheus '' -- true");
+  EXPECT_EQ(p.code, 2) << p.err;
+  EXPECT_NE(p.err.find("--prometheus: empty file name"), std::string::npos) << p.err;
 }
 
 }  // namespace

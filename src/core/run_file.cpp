@@ -19,19 +19,14 @@
 // new one, never a mix, and a failure leaves `path` untouched.
 #include "core/run_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
-#include <system_error>
 #include <variant>
 
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/run_file_json.h"
 
 // Message helpers declared in run_file_json.h: they keep every message one line of
@@ -50,29 +45,6 @@ std::string_view utf8_prefix(std::string_view s, std::size_t max_bytes) {
   return s.substr(0, n);
 }
 
-// The length of the well-formed UTF-8 character at s[i] (RFC 3629: no overlongs,
-// no surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) -> unsigned {
-    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
-  };
-  const auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
-  const unsigned c = byte(0);
-  if (c < 0x80) return 1;
-  if (in(c, 0xC2, 0xDF)) return in(byte(1), 0x80, 0xBF) ? 2 : 0;
-  if (in(c, 0xE0, 0xEF)) {
-    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80;
-    const unsigned hi = c == 0xED ? 0x9F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) ? 3 : 0;
-  }
-  if (in(c, 0xF0, 0xF4)) {
-    const unsigned lo = c == 0xF0 ? 0x90 : 0x80;
-    const unsigned hi = c == 0xF4 ? 0x8F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF) ? 4 : 0;
-  }
-  return 0;
-}
-
 // Control characters as \n, \t or \xNN, and bytes that are not UTF-8 as \xNN, so
 // that a message is one line and valid UTF-8 (it may end up in JSON output).
 std::string escape_for_message(std::string_view s, bool escape_quotes) {
@@ -80,7 +52,7 @@ std::string escape_for_message(std::string_view s, bool escape_quotes) {
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t len = utf8_length(s, i);
+    const std::size_t len = utf8_char_length(s, i);
     if (len > 1) {
       out.append(s.substr(i, len));
       i += len;
@@ -162,11 +134,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t kMaxDepth = 64;  // a run file nests 6 levels deep
-constexpr int64_t kMaxFileBytes = int64_t{256} << 20;
-
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
 
 // Builds a nlohmann::json from SAX events, like nlohmann's own DOM parser, but stops
 // at the first depth or duplicate-key violation and keeps the message for it.
@@ -327,45 +294,6 @@ void check_schema(const json& doc, std::string_view name) {
                              run_json::printable(schema, 64), kRunSchema));
 }
 
-// Reads the whole file, refusing one larger than kMaxFileBytes before reading it.
-std::string read_file(const std::filesystem::path& path, const std::string& name) {
-  const auto cannot_read = [&](int err) {
-    throw UsageError(
-        fmt::format("{}: cannot read: {}", run_json::printable(name, 4096), errno_text(err)));
-  };
-  const auto too_large = [&] {
-    run_json::fail(
-        name, "",
-        fmt::format("file is larger than {} MiB, the limit for a run file", kMaxFileBytes >> 20));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) cannot_read(errno);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) cannot_read(errno);
-  if (S_ISDIR(st.st_mode)) cannot_read(EISDIR);
-  if (S_ISREG(st.st_mode) && st.st_size > kMaxFileBytes) too_large();
-  std::string text;
-  if (S_ISREG(st.st_mode)) text.reserve(std::size_t(st.st_size));
-  // Read until EOF, not st_size bytes: pipes and /proc files report a size of 0,
-  // and a file may grow while we read it. The limit still holds.
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      cannot_read(errno);
-    }
-    if (n == 0) break;
-    if (int64_t(text.size()) + n > kMaxFileBytes) too_large();
-    text.append(buf, std::size_t(n));
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string_view to_string(Status s) {
@@ -398,6 +326,10 @@ std::string to_json_text(const RunFile& run) {
 
 RunFile parse_run_file(std::string_view text, std::string_view name) {
   if (text.empty()) run_json::fail(name, "", "not valid JSON at byte 0: the file is empty");
+  // JSON text has no NUL outside a string's \u0000; readers that stop at one would
+  // see another file than the one checked here.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
+    run_json::fail(name, "", fmt::format("not valid JSON at byte {}: a NUL byte", nul));
   DomBuilder dom;
   if (!json::sax_parse(text.begin(), text.end(), &dom)) {
     run_json::fail(name, "", dom.error.empty() ? "not valid JSON" : dom.error);
@@ -408,7 +340,7 @@ RunFile parse_run_file(std::string_view text, std::string_view name) {
 
 RunFile load_run_file(const std::filesystem::path& path) {
   const std::string name = path.string();
-  return parse_run_file(read_file(path, name), name);
+  return parse_run_file(read_input_file(path, name, "run file", kMaxRunFileBytes), name);
 }
 
 void save_run_file(const RunFile& run, const std::filesystem::path& path) {

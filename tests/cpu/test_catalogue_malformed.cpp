@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "specs/catalogue.h"
 #include "specs/published.h"
+#include "usage_error.h"
 
 namespace gpuvs {
 namespace {
@@ -57,23 +58,7 @@ ojson valid_published() {
              {"date", "2024-08-28"}}}}};
 }
 
-// The message of the UsageError `parse` throws; a failure when it throws nothing,
-// something else, or a message that is not one line.
-std::string error_of(const std::function<void()>& parse) {
-  try {
-    parse();
-  } catch (const UsageError& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a UsageError: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "accepted";
-  return {};
-}
+const auto error_of = gpuvs_test::usage_error_of;
 
 struct Case {
   const char* name;

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
+#include "usage_error.h"
 
 namespace gpuvs {
 namespace {
@@ -41,22 +42,7 @@ class InputFile : public ::testing::Test {
   fs::path dir_;
 };
 
-// The message of the UsageError that `read` throws; a failure if it throws nothing
-// or something else.
-std::string error_of(const std::function<void()>& read) {
-  try {
-    read();
-  } catch (const UsageError& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a UsageError: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "accepted";
-  return {};
-}
+const auto error_of = gpuvs_test::usage_error_of;
 
 TEST_F(InputFile, ReadsAWholeFileUpToItsLimit) {
   const fs::path p = write("ok.csv", std::string(1000, 'x'));

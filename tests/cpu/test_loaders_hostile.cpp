@@ -20,26 +20,12 @@
 #include "report/render.h"
 #include "specs/catalogue.h"
 #include "specs/published.h"
+#include "usage_error.h"
 
 namespace gpuvs {
 namespace {
 
-// The one-line message of the UsageError `load` throws; a failure otherwise.
-std::string refusal(const std::function<void()>& load) {
-  try {
-    load();
-  } catch (const UsageError& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    EXPECT_NO_THROW((void)nlohmann::json(msg).dump()) << "the message itself is UTF-8";
-    return msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a UsageError: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "accepted";
-  return {};
-}
+const auto refusal = gpuvs_test::usage_error_of;
 
 constexpr const char* kHeader = "gpu,metric,value,unit,source,precision,setting\n";
 

@@ -138,7 +138,7 @@ TEST_F(CliHostile, LabelsAndPathsThatAreNotUtf8) {
   const fs::path latin1 = edited_run("h200-sxm-run.json", "r\xe9sultat.json", [](ojson&) {});
   const CliOutcome o = run_gpuvs("--json compare '" + latin1.string() + "' A100");
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_NO_THROW((void)nlohmann::json::parse(o.out));
+  EXPECT_TRUE(nlohmann::json::accept(o.out)) << o.out.substr(0, 300);
 }
 
 TEST_F(CliHostile, PricesThatAreNotUtf8AreRefused) {

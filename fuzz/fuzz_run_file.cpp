@@ -6,7 +6,11 @@
 //    exception (a leaked nlohmann exception, std::bad_alloc) escapes and the fuzzer
 //    reports it as a crash;
 //  - an accepted input round-trips: to_json_text of it parses again, and writing that
-//    gives the same text (the canonical form is a fixed point).
+//    gives the same text (the canonical form is a fixed point);
+//  - an accepted input goes through the output step (render_outputs.h): every GPU of
+//    the run beside a datasheet column in every format of compare, claims judged
+//    against it, the HTML report, and the advisor using its measurements; none of it
+//    may throw.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -18,12 +22,40 @@
 
 #include "core/error.h"
 #include "core/run_file.h"
+#include "render_outputs.h"
 
 namespace {
 
 [[noreturn]] void violated(const char* what, const std::string& detail) {
   std::fprintf(stderr, "fuzz_run_file: %s: %s\n", what, detail.c_str());
   std::abort();
+}
+
+void outputs_of(const gpuvs::RunFile& run) {
+  constexpr const char* kFuzzer = "fuzz_run_file";
+  const gpuvs::Catalogue& builtin = gpuvs::Catalogue::builtin();
+  std::vector<gpuvs::CompareInput> inputs;
+  for (const gpuvs::GpuInfo& g : run.system.gpus) {
+    if (inputs.size() == 4) break;
+    gpuvs::CompareInput in;
+    in.run = &run;
+    in.gpu_index = g.index;
+    in.run_ref = "fuzz.json";
+    inputs.push_back(in);
+  }
+  gpuvs::CompareInput h200;
+  h200.spec = builtin.find("H200-SXM");
+  inputs.push_back(h200);
+  std::vector<gpuvs::ClaimJudgement> judged;
+  gpuvs_fuzz::must_not_throw(kFuzzer, "judge_claims", [&] {
+    judged = gpuvs::judge_claims(gpuvs_fuzz::sample_claims(), inputs, builtin,
+                                 gpuvs::Published::builtin());
+  });
+  gpuvs_fuzz::render_all(kFuzzer, inputs, {&run}, &judged, builtin);
+  gpuvs::advise::Measurements measured;
+  gpuvs_fuzz::must_not_throw(kFuzzer, "Measurements::add_run",
+                             [&] { measured.add_run(run, "fuzz.json", builtin); });
+  gpuvs_fuzz::advise_all(kFuzzer, builtin, measured, nullptr);
 }
 
 }  // namespace
@@ -50,5 +82,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!(again == run)) violated("the run read back differs", once.substr(0, 2000));
   const std::string twice = gpuvs::to_json_text(again);
   if (twice != once) violated("the canonical text is not stable", once.substr(0, 2000));
+  outputs_of(run);
   return 0;
 }

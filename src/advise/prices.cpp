@@ -6,19 +6,20 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <optional>
 
 #include "core/embedded.h"
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace gpuvs::advise {
 
 namespace {
 
 constexpr std::string_view kExamplePath = "data/prices/example-prices.csv";
-constexpr size_t kMaxBytes = 1 << 20;
+constexpr double kMinPrice = 1e-6;
+constexpr double kMaxPrice = 1e9;
 
 std::string trim(std::string_view s) {
   size_t b = 0;
@@ -83,6 +84,9 @@ Prices Prices::parse(std::string_view text, std::string_view name, const Catalog
   Prices p;
   p.name_ = std::string(name);
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  // Before any line is read: comments and sources reach JSON output, which needs UTF-8.
+  if (const std::optional<TextProblem> problem = find_text_problem(text, "prices file"))
+    fail(name, problem->line, problem->problem);
   std::map<std::string, int> columns;
   bool header_seen = false;
   bool leading_comments = true;
@@ -96,7 +100,6 @@ Prices Prices::parse(std::string_view text, std::string_view name, const Catalog
     pos = end == std::string_view::npos ? text.size() + 1 : end + 1;
     ++line_no;
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-    if (raw.find('\0') != std::string_view::npos) fail(name, line_no, "contains a NUL byte");
     const std::string line = trim(raw);
     if (line.empty()) continue;
     if (line[0] == '#') {
@@ -145,8 +148,12 @@ Prices Prices::parse(std::string_view text, std::string_view name, const Catalog
     const double price = std::strtod(price_text.c_str(), &stop);
     if (price_text.empty() || stop != price_text.c_str() + price_text.size())
       fail(name, line_no, fmt::format("price '{}' is not a number", price_text));
-    if (!std::isfinite(price) || price <= 0)
-      fail(name, line_no, fmt::format("price '{}' must be a positive finite number", price_text));
+    // Bounds wide enough for any currency's hourly price, narrow enough to refuse
+    // what is no price (a subnormal 1e-310 passes strtod as a positive number).
+    if (!std::isfinite(price) || price < kMinPrice || price > kMaxPrice)
+      fail(name, line_no,
+           fmt::format("price '{}' must be a positive number from {:g} to {:g}", price_text,
+                       kMinPrice, kMaxPrice));
     const std::string currency = field("currency");
     if (currency.empty()) fail(name, line_no, "empty currency");
     if (p.currency_.empty()) {
@@ -172,15 +179,8 @@ Prices Prices::parse(std::string_view text, std::string_view name, const Catalog
 }
 
 Prices Prices::load(const std::filesystem::path& path, const Catalogue& catalogue) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot read the prices file", path.string()));
-  std::string text;
-  text.resize(kMaxBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxBytes)
-    throw UsageError(fmt::format("{}: larger than 1 MiB; not a prices file", path.string()));
-  return parse(text, path.string(), catalogue);
+  return parse(read_input_file(path, path.string(), "prices file", kMaxPricesBytes), path.string(),
+               catalogue);
 }
 
 Prices Prices::example(const Catalogue& catalogue) {

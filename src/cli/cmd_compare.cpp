@@ -15,6 +15,8 @@
 #include "cli/app.h"
 #include "cli/options.h"
 #include "core/atomic_file.h"
+#include "core/input_file.h"
+#include "core/run_file_json.h"
 #include "core/text.h"
 #include "report/claims.h"
 #include "report/compare.h"
@@ -98,6 +100,10 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
   for (size_t k = 0; k < args.inputs.size(); ++k) {
     const std::string& arg = args.inputs[k];
     const std::string label = k < args.labels.size() ? args.labels[k] : "";
+    // Labels reach the JSON outputs, which carry UTF-8 only: refused before any output.
+    if (const auto bad = invalid_utf8_offset(label))
+      throw UsageError(
+          fmt::format("--label {}: byte {} is not UTF-8", run_json::quote(label), *bad));
     if (is_run_file_arg(arg)) {
       runs.push_back(load_run_file(arg));
       const RunFile& run = runs.back();
@@ -150,7 +156,7 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
     else
       doc = nlohmann::json::parse(comparison ? render_comparison(*comparison, format)
                                              : render_claims(*judged, format));
-    print_text(stdout, "{}\n", doc.dump(2));
+    print_text(stdout, "{}\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     if (comparison) print_text(stdout, "{}", render_comparison(*comparison, format));
     if (comparison && judged) print_text(stdout, "\n");

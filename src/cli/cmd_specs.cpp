@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -41,13 +42,15 @@ struct SpecsArgs {
 // Datasheet figures are shown with as many digits as they were written with (at
 // least 3): 2039 GB/s reads "2.039 TB/s", not "2.04 TB/s".
 // Counts, watts and model throughput read best as plain numbers ("700 W", "2470
-// img/s"), with the decimals they were written with.
+// img/s"), with the decimals they were written with. Text is read back with strtod,
+// not std::stod, which throws for a subnormal value.
 std::string format_figure(double value, std::string_view unit) {
+  const auto read_back = [](const std::string& t) { return std::strtod(t.c_str(), nullptr); };
   if (unit == "1" || unit == "W" || unit == "img/s" || unit == "seq/s") {
     std::string s = fmt::format("{:.1f}", value);
     for (int decimals = 0; decimals <= 2; ++decimals) {
       const std::string t = fmt::format("{:.{}f}", value, decimals);
-      if (std::stod(t) == value) {
+      if (read_back(t) == value) {
         s = t;
         break;
       }
@@ -56,7 +59,7 @@ std::string format_figure(double value, std::string_view unit) {
   }
   int digits = 3;
   for (; digits < 6; ++digits) {
-    const double rounded = std::stod(fmt::format("{:.{}e}", value, digits - 1));
+    const double rounded = read_back(fmt::format("{:.{}e}", value, digits - 1));
     if (std::fabs(rounded - value) <= 1e-9 * std::fabs(value)) break;
   }
   return format_si(value, unit, digits);

@@ -19,19 +19,14 @@
 // new one, never a mix, and a failure leaves `path` untouched.
 #include "core/run_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
-#include <system_error>
 #include <variant>
 
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/run_file_json.h"
 #include "core/text.h"
 
@@ -116,11 +111,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t kMaxDepth = 64;  // a run file nests 6 levels deep
-constexpr int64_t kMaxFileBytes = int64_t{256} << 20;
-
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
 
 // Builds a nlohmann::json from SAX events, like nlohmann's own DOM parser, but stops
 // at the first depth or duplicate-key violation and keeps the message for it.
@@ -281,45 +271,6 @@ void check_schema(const json& doc, std::string_view name) {
                              run_json::printable(schema, 64), kRunSchema));
 }
 
-// Reads the whole file, refusing one larger than kMaxFileBytes before reading it.
-std::string read_file(const std::filesystem::path& path, const std::string& name) {
-  const auto cannot_read = [&](int err) {
-    throw UsageError(
-        fmt::format("{}: cannot read: {}", run_json::printable(name, 4096), errno_text(err)));
-  };
-  const auto too_large = [&] {
-    run_json::fail(
-        name, "",
-        fmt::format("file is larger than {} MiB, the limit for a run file", kMaxFileBytes >> 20));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) cannot_read(errno);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) cannot_read(errno);
-  if (S_ISDIR(st.st_mode)) cannot_read(EISDIR);
-  if (S_ISREG(st.st_mode) && st.st_size > kMaxFileBytes) too_large();
-  std::string text;
-  if (S_ISREG(st.st_mode)) text.reserve(std::size_t(st.st_size));
-  // Read until EOF, not st_size bytes: pipes and /proc files report a size of 0,
-  // and a file may grow while we read it. The limit still holds.
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      cannot_read(errno);
-    }
-    if (n == 0) break;
-    if (int64_t(text.size()) + n > kMaxFileBytes) too_large();
-    text.append(buf, std::size_t(n));
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string_view to_string(Status s) {
@@ -352,6 +303,10 @@ std::string to_json_text(const RunFile& run) {
 
 RunFile parse_run_file(std::string_view text, std::string_view name) {
   if (text.empty()) run_json::fail(name, "", "not valid JSON at byte 0: the file is empty");
+  // JSON text has no NUL outside a string's \u0000; readers that stop at one would
+  // see another file than the one checked here.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
+    run_json::fail(name, "", fmt::format("not valid JSON at byte {}: a NUL byte", nul));
   DomBuilder dom;
   if (!json::sax_parse(text.begin(), text.end(), &dom)) {
     run_json::fail(name, "", dom.error.empty() ? "not valid JSON" : dom.error);
@@ -362,7 +317,7 @@ RunFile parse_run_file(std::string_view text, std::string_view name) {
 
 RunFile load_run_file(const std::filesystem::path& path) {
   const std::string name = path.string();
-  return parse_run_file(read_file(path, name), name);
+  return parse_run_file(read_input_file(path, name, "run file", kMaxRunFileBytes), name);
 }
 
 void save_run_file(const RunFile& run, const std::filesystem::path& path) {

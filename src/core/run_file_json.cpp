@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/run_file_reader.h"
+#include "core/units.h"
 
 namespace gpuvs::run_json {
 
@@ -207,6 +208,13 @@ ojson run_to_json(const RunFile& run) {
 
 namespace {
 
+// A figure must be a possible value of its unit (units.h): the report shows it, the
+// advisor plans with it.
+void require_possible(const Obj& o, const char* key, double value, const std::string& unit) {
+  const std::string problem = quantity_problem(value, unit);
+  if (!problem.empty()) o.fail_at(key, problem);
+}
+
 Meta read_meta(const Obj& o) {
   Meta m;
   m.tool_version = o.req<std::string>("tool_version");
@@ -228,9 +236,15 @@ NvLinkInfo read_nvlink(const Obj& o) {
   return l;
 }
 
-GpuInfo read_gpu(const Obj& o) {
+GpuInfo read_gpu(const Obj& o, std::size_t position) {
   GpuInfo g;
   g.index = o.req<int>("index");
+  // Results name GPUs by index (devices, utilization, timeline): an index that is
+  // not the entry's position would put one GPU's results under another's name.
+  if (g.index < 0 || std::size_t(g.index) != position) {
+    o.fail_at("index", fmt::format("must equal its position in system.gpus ({}), got {}", position,
+                                   g.index));
+  }
   g.name = o.req<std::string>("name");
   g.uuid = o.req<std::string>("uuid");
   g.pci_bus_id = o.req<std::string>("pci_bus_id");
@@ -246,8 +260,13 @@ GpuInfo read_gpu(const Obj& o) {
   g.sm_clock_max_mhz = o.opt<int>("sm_clock_max_mhz");
   g.mem_clock_mhz = o.opt<int>("mem_clock_mhz");
   g.mem_clock_max_mhz = o.opt<int>("mem_clock_max_mhz");
+  for (const char* clock :
+       {"sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "mem_clock_max_mhz"})
+    if (const auto mhz = o.opt<int>(clock)) require_at_least(o, clock, *mhz, 0);
   g.power_limit_w = o.opt<double>("power_limit_w");
   g.power_default_limit_w = o.opt<double>("power_default_limit_w");
+  for (const char* power : {"power_limit_w", "power_default_limit_w"})
+    if (const auto w = o.opt<double>(power)) require_possible(o, power, *w, "W");
   g.pcie_gen_current = o.opt<int>("pcie_gen_current");
   g.pcie_gen_max = o.opt<int>("pcie_gen_max");
   g.pcie_width_current = o.opt<int>("pcie_width_current");
@@ -272,7 +291,8 @@ SystemInfo read_system(const Obj& o) {
   s.cublas_version = o.opt<std::string>("cublas_version");
   s.cudnn_version = o.opt<std::string>("cudnn_version");
   s.nccl_version = o.opt<std::string>("nccl_version");
-  s.gpus = o.objects<GpuInfo>("gpus", read_gpu);
+  std::size_t position = 0;
+  s.gpus = o.objects<GpuInfo>("gpus", [&](const Obj& g) { return read_gpu(g, position++); });
   return s;
 }
 
@@ -283,6 +303,7 @@ Stats read_stats(const Obj& o) {
   s.max = o.req<double>("max");
   s.mean = o.req<double>("mean");
   s.stddev = o.req<double>("stddev");
+  require_at_least(o, "stddev", s.stddev, 0.0);
   s.noise = o.req<double>("noise");
   require_at_least(o, "noise", s.noise, 0.0);
   s.samples = o.req<int>("samples");
@@ -345,6 +366,24 @@ std::map<std::string, ParamValue> read_parameters(const Obj& o) {
   return out;
 }
 
+void require_possible_figures(const Obj& o, const Result& r) {
+  require_possible(o, "value", r.value, r.unit);
+  if (r.stats.samples > 0) {
+    const Obj stats = o.obj("stats");
+    require_possible(stats, "median", r.stats.median, r.unit);
+    require_possible(stats, "min", r.stats.min, r.unit);
+    require_possible(stats, "max", r.stats.max, r.unit);
+    require_possible(stats, "mean", r.stats.mean, r.unit);
+    if (r.stats.p99) require_possible(stats, "p99", *r.stats.p99, r.unit);
+  }
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const std::string problem = quantity_problem(r.samples[i], r.unit);
+    if (!problem.empty())
+      fail(o.name(), o.path("samples") + "[" + std::to_string(i) + "]", problem);
+  }
+  if (r.peak) require_possible(o.obj("peak"), "value", r.peak->value, r.peak->unit);
+}
+
 Result read_result(const Obj& o, std::size_t gpu_count) {
   Result r;
   r.id = o.req<std::string>("id");
@@ -384,6 +423,7 @@ Result read_result(const Obj& o, std::size_t gpu_count) {
   if (r.status == Status::kOk && r.unit.empty()) {
     o.fail_at("unit", "must not be empty when status is ok");
   }
+  if (r.status == Status::kOk) require_possible_figures(o, r);
   r.status_reason = o.req<std::string>("status_reason");
   r.validation = o.req<std::string>("validation");
   if (auto c = o.opt_obj("clocks")) r.clocks = read_clocks(*c);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -38,7 +39,10 @@ std::string with_digits(double scaled, int digits) {
   // that 0.99996 is shown as 1.00, not 1.000.
   // Integer parts are never rounded away: 3958, not 3960.
   if (std::fabs(scaled) >= std::pow(10.0, digits - 1)) return fmt::format("{:.0f}", scaled);
-  if (scaled != 0) scaled = std::stod(fmt::format("{:.{}e}", scaled, digits - 1));
+  // strtod, not std::stod: a subnormal value (1e-310) reads back with ERANGE, which
+  // std::stod turns into an exception.
+  if (scaled != 0)
+    scaled = std::strtod(fmt::format("{:.{}e}", scaled, digits - 1).c_str(), nullptr);
   const double mag = scaled == 0 ? 0 : std::floor(std::log10(std::fabs(scaled)));
   const int decimals = std::max(0, digits - 1 - static_cast<int>(mag));
   return fmt::format("{:.{}f}", scaled, decimals);
@@ -84,6 +88,58 @@ std::string format_bytes_binary(int64_t bytes) {
   }
   if (u == 0 || v == std::floor(v)) return fmt::format("{} {}", static_cast<int64_t>(v), kUnits[u]);
   return fmt::format("{:.3g} {}", v, kUnits[u]);
+}
+
+// ---- Figures read from files -------------------------------------------------------
+
+namespace {
+
+struct QuantityRange {
+  std::string_view unit;
+  std::string_view what;     // "bandwidth"
+  double lo;                 // inclusive
+  double hi;                 // inclusive
+  std::string_view lo_text;  // "from 1 FLOP/s"
+  std::string_view hi_text;
+};
+
+// Per unit, from what no measurement can go below (a GEMM at 1 FLOP/s, 1 ns for a
+// whole timed region) to orders of magnitude above any GPU's datasheet (an H200
+// reads 4.8 TB/s and 3958 TFLOP/s of FP8 with sparsity).
+constexpr std::array<QuantityRange, 17> kQuantityRanges = {{
+    {"B/s", "bandwidth", 1, 1e16, "0, or from 1 B/s", "10 PB/s"},
+    {"FLOP/s", "compute rate", 1, 1e18, "from 1 FLOP/s", "1 EFLOP/s"},
+    {"OP/s", "compute rate", 1, 1e18, "from 1 OP/s", "1 EOP/s"},
+    {"FLOP/B", "arithmetic intensity", 1e-6, 1e9, "from 1e-6 FLOP/B", "1e9 FLOP/B"},
+    {"s", "time", 1e-9, 1e7, "from 1 ns", "1e7 s"},
+    {"B", "size", 1, 1e16, "from 1 B", "10 PB"},
+    {"Hz", "clock", 1, 1e12, "from 1 Hz", "1 THz"},
+    {"W", "power", 1e-3, 1e6, "from 1 mW", "1 MW"},
+    {"1", "count", 0, 1e15, "from 0", "1e15"},
+    {"img/s", "throughput", 1e-6, 1e15, "from 1e-6 img/s", "1e15 img/s"},
+    {"seq/s", "throughput", 1e-6, 1e15, "from 1e-6 seq/s", "1e15 seq/s"},
+    {"tokens/s", "throughput", 1e-6, 1e15, "from 1e-6 tokens/s", "1e15 tokens/s"},
+    {"launch/s", "launch rate", 1e-6, 1e15, "from 1e-6 launch/s", "1e15 launch/s"},
+    {"J/img", "energy per item", 1e-12, 1e9, "from 1 pJ/img", "1 GJ/img"},
+    {"J/seq", "energy per item", 1e-12, 1e9, "from 1 pJ/seq", "1 GJ/seq"},
+    {"img", "batch", 1, 1e12, "from 1 img", "1e12 img"},  // the largest batch of a model
+    {"seq", "batch", 1, 1e12, "from 1 seq", "1e12 seq"},
+}};
+
+}  // namespace
+
+std::string quantity_problem(double value, std::string_view unit) {
+  if (!std::isfinite(value)) return fmt::format("{} is not a finite number", value);
+  for (const QuantityRange& r : kQuantityRanges) {
+    if (r.unit != unit) continue;
+    if (value >= r.lo && value <= r.hi) return {};
+    // nccl-tests prints bus bandwidth in GB/s with two decimals: a small message's
+    // figure reads 0.00, recorded as a measured 0.
+    if (value == 0 && unit == "B/s") return {};
+    return fmt::format("{:g} is not a possible {} ({}): {} to {}", value, r.what, unit, r.lo_text,
+                       r.hi_text);
+  }
+  return {};
 }
 
 // ---- Numbers typed by a user --------------------------------------------------------

@@ -20,6 +20,18 @@ std::string format_si(double value, std::string_view unit, int digits = 3);
 // "4 GiB", "1.5 MiB", "512 B".
 std::string format_bytes_binary(int64_t bytes);
 
+// ---- Figures read from files -------------------------------------------------------
+//
+// The values a figure in `unit` can take, so that a file's impossible value (a
+// negative bandwidth, a 1e-300 FLOP/s GEMM, 1e-320 TB/s in a catalogue) is refused
+// where it is read rather than shown or used as a figure. Bounds are wide (a few
+// orders of magnitude beyond any GPU, down to what no measurement can give) so that
+// only values that cannot be true fall outside them; a unit not in the table (a
+// hand-written one) needs a finite value only. Returns the problem, one line, or ""
+// when the value is possible: "-4.28e+12 is not a possible bandwidth (B/s): 0, or
+// from 1 B/s to 10 PB/s".
+std::string quantity_problem(double value, std::string_view unit);
+
 // ---- Numbers typed by a user --------------------------------------------------------
 //
 // A number is an optional sign, digits with an optional decimal point, an optional

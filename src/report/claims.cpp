@@ -12,14 +12,16 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/run_file_json.h"
 
 #if GPUVS_HAVE_TOML
@@ -188,9 +190,17 @@ void validate_claim(const Claim& c, std::string_view name) {
     fail(name, c.line, fmt::format("unknown metric '{}' ({})", c.metric, known_metric_hint()));
   if (!std::isfinite(c.value)) fail(name, c.line, "value is not a finite number");
   if (c.value < 0) fail(name, c.line, fmt::format("value {} is negative", c.value));
-  if (!claim_to_base_unit(c.value, c.unit, m->unit))
+  // A subnormal value has lost its precision already; every claim is far above one.
+  if (c.value != 0 && c.value < std::numeric_limits<double>::min())
+    fail(name, c.line, fmt::format("value {} is too small to be a figure", c.value));
+  const std::optional<double> base = claim_to_base_unit(c.value, c.unit, m->unit);
+  if (!base)
     fail(name, c.line,
          fmt::format("unit '{}' does not fit {} (a unit of {} expected)", c.unit, m->id, m->unit));
+  // 1e300 PB/s is finite as written and infinite in B/s: no figure to judge it by.
+  if (!std::isfinite(*base) || (*base != 0 && *base < std::numeric_limits<double>::min()))
+    fail(name, c.line,
+         fmt::format("value {} {} is out of range once converted to {}", c.value, c.unit, m->unit));
 }
 
 double parse_number(std::string_view text, std::string_view name, int line) {
@@ -407,6 +417,10 @@ bool looks_like_toml(std::string_view text) {
 
 std::vector<Claim> parse_claims(std::string_view text, std::string_view name) {
   if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) text.remove_prefix(3);
+  // Checked before any field is read: a field that is not UTF-8 would make the JSON
+  // output fail after the text outputs were written.
+  if (const std::optional<TextProblem> p = find_text_problem(text, "claims file"))
+    fail(name, p->line, p->problem);
   const bool toml =
       ends_with_ci(name, ".toml") || (!ends_with_ci(name, ".csv") && looks_like_toml(text));
   if (!toml) return parse_csv(text, name);
@@ -421,13 +435,8 @@ std::vector<Claim> parse_claims(std::string_view text, std::string_view name) {
 }
 
 std::vector<Claim> load_claims(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw UsageError(
-        fmt::format("{}: cannot read claims file: {}", path.string(), std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_claims(ss.str(), path.string());
+  return parse_claims(read_input_file(path, path.string(), "claims file", kMaxClaimsBytes),
+                      path.string());
 }
 
 // ---------------------------------------------------------------------------------
@@ -477,7 +486,9 @@ ClaimedGpu resolve_claimed_gpu(std::string_view name, const Catalogue& catalogue
   std::smatch m;
   if (std::regex_search(n, m, kSize)) {
     const bool binary = alnum_lower(m[2].str()) == "gib";
-    out.named_memory_bytes = std::stod(m[1].str()) * (binary ? 1073741824.0 : 1e9);
+    // strtod, not std::stod: it never throws, whatever digits a name holds.
+    out.named_memory_bytes =
+        std::strtod(m[1].str().c_str(), nullptr) * (binary ? 1073741824.0 : 1e9);
     out.family = trim(std::string(m.prefix()) + " " + std::string(m.suffix()));
   }
   const std::vector<std::string> want = tokens(out.family);

@@ -433,8 +433,9 @@ ClaimJudgement judge_one(const Claim& claim, const std::vector<CompareInput>& me
     j.why = fmt::format("unit '{}' does not fit {} ({})", claim.unit, m->name, m->unit);
     return j;
   }
-  const double scale = claim.value != 0 ? *claimed / claim.value
-                                        : claim_to_base_unit(1, claim.unit, m->unit).value();
+  // The unit's own factor, not claimed / value: that ratio loses precision, or is
+  // infinite, for a value near the ends of the double range.
+  const double scale = claim_to_base_unit(1, claim.unit, m->unit).value();
   const Judging c{claim,  *m, *gpu.spec, *claimed, scale, unit_label(scale, m->unit, claim.unit),
                   options};
   const bool model = m->group == MetricGroup::kModels;

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -79,6 +80,16 @@ std::optional<std::string> parameter_text(const Result& r, const FamilyDef* fami
   return std::nullopt;
 }
 
+// A sweep point's size parameter as a number: nullopt when the text is not a finite
+// number (a run file may hold "bytes": "abc"), so that such a point is no point.
+std::optional<double> size_number(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
 // The metric's configuration of a result (nullopt: it does not qualify, a `where`
 // parameter differs). A config parameter the result lacks is left out.
 std::optional<Config> config_of(const Result& r, const MetricDef& metric) {
@@ -93,7 +104,7 @@ std::optional<Config> config_of(const Result& r, const MetricDef& metric) {
     if (auto v = parameter_text(r, family, name)) c.emplace_back(name, *v);
   if (!metric.size_parameter.empty()) {
     const auto size = parameter_text(r, family, metric.size_parameter);
-    if (!size) return std::nullopt;  // a sweep point without its size is no point
+    if (!size || !size_number(*size)) return std::nullopt;  // a sweep point needs its size
     c.emplace_back(metric.size_parameter, *size);
   }
   return c;
@@ -180,7 +191,7 @@ std::optional<Cell> measured_cell(const RunFile& run, int gpu_index, const Metri
   if (cells.empty()) return std::nullopt;
   // A sweep without a partner to agree a size with: its largest (or smallest) size.
   if (!metric.size_parameter.empty()) {
-    auto size = [&](const Config& c) { return std::stod(c.back().second); };
+    auto size = [&](const Config& c) { return *size_number(c.back().second); };
     const bool largest = metric.pick == Pick::kLargest;
     std::stable_sort(cells.begin(), cells.end(), [&](const auto& a, const auto& b) {
       if (a.second.invalid != b.second.invalid) return !a.second.invalid;
@@ -360,7 +371,7 @@ Row make_row(const MetricDef& metric, size_t columns) {
 }
 
 double size_of(const Config& c) {
-  return std::stod(c.back().second);
+  return *size_number(c.back().second);
 }
 
 Config without_size(Config c) {

@@ -298,7 +298,8 @@ std::string render_headline(const Comparison& c, TextFormat format) {
 std::string render_comparison(const Comparison& c, TextFormat format) {
   switch (format) {
     case TextFormat::kJson:
-      return comparison_json(c).dump(2) + "\n";
+      // `replace`: a run file's path need not be UTF-8 (a Latin-1 file name).
+      return comparison_json(c).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     case TextFormat::kCsv: {
       std::string out = csv_line(
           {"metric",       "name",        "config",     "unit",  "column",          "gpu",
@@ -444,7 +445,7 @@ std::string render_claims(const std::vector<ClaimJudgement>& judgements, TextFor
       }
       const json doc = {
           {"schema", "gpuvs.claims/1"}, {"claims", std::move(arr)}, {"summary", counts}};
-      return doc.dump(2) + "\n";
+      return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     }
     case TextFormat::kCsv: {
       std::string out =

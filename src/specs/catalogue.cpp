@@ -13,14 +13,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/embedded.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/run_file_json.h"
+#include "core/units.h"
 #include "specs/metrics.h"
 
 namespace gpuvs {
@@ -32,7 +33,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr size_t kMaxDepth = 32;  // the catalogue nests 5 levels deep
-constexpr std::streamsize kMaxFileBytes = std::streamsize{16} << 20;
 
 // The state of the parser callback: the open containers, to refuse deep nesting and
 // duplicate keys (JSON leaves their meaning open) with the path of the offence.
@@ -151,22 +151,8 @@ json parse_document(std::string_view text, std::string_view name, std::string_vi
   return doc;
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  const std::string shown = run_json::printable(path.string(), 4096);
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw UsageError(fmt::format("{}: cannot read: it is a directory", shown));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot read: no such file or no permission", shown));
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    text.append(buf, size_t(in.gcount()));
-    if (std::streamsize(text.size()) > kMaxFileBytes)
-      throw UsageError(fmt::format("{}: file is larger than {} MiB", shown, kMaxFileBytes >> 20));
-  }
-  if (in.bad()) throw UsageError(fmt::format("{}: cannot read", shown));
-  return text;
+std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
+  return read_input_file(path, path.string(), what, kMaxCatalogueBytes);
 }
 
 ObjectReader::ObjectReader(const json& value, std::string_view name, std::string path,
@@ -276,6 +262,8 @@ double read_value(const ObjectReader& reader, const MetricDef& metric) {
                                     metric.id, metric.unit));
   }
   if (!std::isfinite(*base)) reader.fail("value", "too large once converted to the base unit");
+  const std::string problem = quantity_problem(*base, metric.unit);
+  if (!problem.empty()) reader.fail("value", problem + " once converted from " + unit);
   return *base;
 }
 
@@ -424,7 +412,9 @@ Catalogue Catalogue::parse(std::string_view text, std::string_view name) {
   if (!gpus->is_array() || gpus->empty()) top.fail("gpus", "expected a non-empty array");
 
   Catalogue c;
-  std::map<std::string, std::string> owner;  // normalised id or alias -> entry id
+  // Normalised id or alias -> the entry (its index and id) that has it. By index, so
+  // that two entries with one id are refused: find() would only ever see the first.
+  std::map<std::string, std::pair<size_t, std::string>> owner;
   for (size_t i = 0; i < gpus->size(); ++i) {
     const std::string path = "gpus[" + std::to_string(i) + "]";
     GpuSpec g = read_gpu((*gpus)[i], name, path);
@@ -434,12 +424,13 @@ Catalogue Catalogue::parse(std::string_view text, std::string_view name) {
     for (const auto& [n, field] : names) {
       const std::string key = normalise_name(n);
       if (key.empty()) run_json::fail(name, field, "has no letter or digit");
-      const auto [it, fresh] = owner.emplace(key, g.id);
-      if (!fresh && it->second != g.id) {
-        run_json::fail(name, field,
-                       fmt::format("{} is already a name of {} (ids and aliases are unique; case, "
-                                   "'-', '_' and ' ' are ignored)",
-                                   run_json::quote(n), run_json::quote(it->second)));
+      const auto [it, fresh] = owner.emplace(key, std::pair{i, g.id});
+      if (!fresh && it->second.first != i) {
+        run_json::fail(
+            name, field,
+            fmt::format("{} is already a name of {} (gpus[{}]; ids and aliases are "
+                        "unique; case, '-', '_' and ' ' are ignored)",
+                        run_json::quote(n), run_json::quote(it->second.second), it->second.first));
       }
     }
     c.gpus_.push_back(std::move(g));
@@ -448,7 +439,7 @@ Catalogue Catalogue::parse(std::string_view text, std::string_view name) {
 }
 
 Catalogue Catalogue::load(const std::filesystem::path& path) {
-  return parse(specs_detail::read_text_file(path), path.string());
+  return parse(specs_detail::read_text_file(path, "catalogue"), path.string());
 }
 
 const Catalogue& Catalogue::builtin() {

@@ -82,8 +82,9 @@ namespace specs_detail {
 // `schema` (`what` names the kind of file in the messages: "catalogue").
 nlohmann::json parse_document(std::string_view text, std::string_view name, std::string_view schema,
                               std::string_view what);
-// The whole file (at most 16 MiB), or UsageError "<path>: cannot read: ...".
-std::string read_text_file(const std::filesystem::path& path);
+// The whole file (at most 16 MiB, input_file.h), or UsageError "<path>: cannot
+// read: ..."; `what` names the kind of file: "catalogue".
+std::string read_text_file(const std::filesystem::path& path, std::string_view what);
 
 // Field access on one JSON object at `path`; unknown keys are refused so that a
 // misspelt field is reported rather than silently dropped.

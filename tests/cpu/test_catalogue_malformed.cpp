@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "specs/catalogue.h"
 #include "specs/published.h"
+#include "usage_error.h"
 
 namespace gpuvs {
 namespace {
@@ -57,23 +58,7 @@ ojson valid_published() {
              {"date", "2024-08-28"}}}}};
 }
 
-// The message of the UsageError `parse` throws; a failure when it throws nothing,
-// something else, or a message that is not one line.
-std::string error_of(const std::function<void()>& parse) {
-  try {
-    parse();
-  } catch (const UsageError& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a UsageError: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "accepted";
-  return {};
-}
+const auto error_of = gpuvs_test::usage_error_of;
 
 struct Case {
   const char* name;
@@ -140,6 +125,22 @@ const Case kCatalogueCases[] = {
      "missing"},
     {"DuplicateId", [](ojson& d) { d["gpus"][1]["id"] = "test-gpu"; }, "gpus[1].id",
      "already a name of \"TEST-GPU\""},
+    // Two entries with one id: find() and `specs show` would only ever see the first.
+    {"SameIdTwice", [](ojson& d) { d["gpus"][1]["id"] = "TEST-GPU"; }, "gpus[1].id",
+     "already a name of \"TEST-GPU\" (gpus[0]"},
+    {"SameIdTwiceAfterAnother",
+     [](ojson& d) {
+       ojson third = d["gpus"][0];
+       third["aliases"] = {"T3"};
+       d["gpus"].push_back(third);
+     },
+     "gpus[2].id", "already a name of \"TEST-GPU\" (gpus[0]"},
+    {"SubnormalValue", [](ojson& d) { d["gpus"][0]["figures"]["compute.fp16"]["value"] = 1e-320; },
+     "gpus[0].figures[\"compute.fp16\"].value", "is not a possible compute rate (FLOP/s)"},
+    {"TinyValue", [](ojson& d) { d["gpus"][0]["figures"]["compute.fp16"]["value"] = 1e-15; },
+     "gpus[0].figures[\"compute.fp16\"].value", "once converted from TFLOP/s"},
+    {"ImpossibleSize", [](ojson& d) { d["gpus"][0]["figures"]["memory.size"]["value"] = 1e9; },
+     "gpus[0].figures[\"memory.size\"].value", "1e+18 is not a possible size (B)"},
     {"DuplicateAlias", [](ojson& d) { d["gpus"][1]["aliases"] = {"T_G"}; }, "gpus[1].aliases[0]",
      "already a name of \"TEST-GPU\""},
     {"AliasEqualsOtherId", [](ojson& d) { d["gpus"][1]["aliases"] = {"Test GPU"}; },
@@ -219,6 +220,17 @@ TEST(MalformedCatalogueFile, UnreadableFileIsAUsageError) {
   EXPECT_EQ(msg.rfind("/nonexistent/gpuvs/catalogue.json: cannot read", 0), 0u) << msg;
   const auto dir = std::filesystem::temp_directory_path();
   EXPECT_NE(error_of([&] { Catalogue::load(dir); }).find("cannot read"), std::string::npos);
+}
+
+TEST(MalformedCatalogueFile, DevicesAndLargeFilesAreRefusedBeforeReading) {
+  EXPECT_EQ(error_of([] { Catalogue::load("/dev/zero"); }),
+            "/dev/zero: cannot read: it is a character device, not a file (give a catalogue)");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gpuvs_catalogue_big_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << std::string((std::size_t{16} << 20) + 1, ' ');
+  const std::string msg = error_of([&] { Catalogue::load(path); });
+  std::filesystem::remove(path);
+  EXPECT_EQ(msg, path.string() + ": file is larger than 16 MiB, the limit for a catalogue");
 }
 
 TEST(MalformedCatalogueFile, LoadReadsAValidFile) {

@@ -15,10 +15,12 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -44,11 +46,14 @@ inline std::string terminal_text(std::string_view s) {
   return escape_controls(s, true);
 }
 
-// fmt::print through terminal_text: the one way the command line prints.
+// fmt::print through terminal_text: the one way the command line prints. A failed
+// write throws as fmt::print does (std::system_error "cannot write to file" with the
+// OS's reason), since errno is gone by the time the stream is flushed.
 template <typename... T>
 void print_text(std::FILE* f, fmt::format_string<T...> format, T&&... args) {
   const std::string text = terminal_text(fmt::format(format, std::forward<T>(args)...));
-  std::fwrite(text.data(), 1, text.size(), f);
+  if (std::fwrite(text.data(), 1, text.size(), f) != text.size())
+    throw std::system_error(errno, std::generic_category(), "cannot write to file");
 }
 
 // A Markdown (GFM) table cell or inline text: newline, CR and tab become a space (a

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -240,13 +241,17 @@ TEST(CliOutput, LabelsInMarkdownAndInvalidUtf8) {
   EXPECT_TRUE(has(md.out, "a\\|b\\\\\\|c d &lt;b&gt;x&lt;/b&gt; \\`y\\` \\[z\\](http://e)"))
       << md.out;
 
-  for (const std::string format : {"table", "md", "csv"}) {
+  // A label that is not UTF-8 is refused in every format, and the message that names
+  // it shows its bytes escaped, not raw.
+  for (const std::string format : {"table", "md", "csv", "json"}) {
     const CliOutcome o = gpuvs_test::run_gpuvs("compare A100-SXM4-80GB --label " +
                                                sh("GPU\xff\xfe\xc0\xaf") + " --format " + format);
-    ASSERT_EQ(o.code, 0) << format << ": " << o.err;
-    EXPECT_EQ(raw_control(o.out), "") << format;
-    EXPECT_TRUE(has(o.out, "GPU\\xff\\xfe\\xc0\\xaf") || has(o.out, "GPU\\\\xff\\\\xfe"))
-        << format << ": " << o.out;
+    EXPECT_EQ(o.code, 2) << format << ": " << o.err;
+    EXPECT_EQ(o.out, "") << format;
+    EXPECT_EQ(raw_control(o.err), "") << format;
+    EXPECT_TRUE(has(o.err, "--label \"GPU\\xff\\xfe\\xc0\\xaf\": byte 3 is not UTF-8"))
+        << format << ": " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
   }
 }
 

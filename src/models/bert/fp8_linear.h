@@ -24,9 +24,9 @@
 
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
+#include "measure/region_timer.h"
 #include "models/bert/fp8.h"
 #include "models/bert/gemm.h"
-#include "measure/region_timer.h"
 
 namespace gpuvs::models::bert {
 

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/run_file_json.h"
+#include "core/text.h"
 
 namespace gpuvs {
 
@@ -80,30 +81,9 @@ std::string read_input_file(const std::filesystem::path& path, const std::string
   return text;
 }
 
-std::size_t utf8_char_length(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) -> unsigned {
-    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
-  };
-  const auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
-  const unsigned c = byte(0);
-  if (c < 0x80) return 1;
-  if (in(c, 0xC2, 0xDF)) return in(byte(1), 0x80, 0xBF) ? 2 : 0;
-  if (in(c, 0xE0, 0xEF)) {
-    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80;
-    const unsigned hi = c == 0xED ? 0x9F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) ? 3 : 0;
-  }
-  if (in(c, 0xF0, 0xF4)) {
-    const unsigned lo = c == 0xF0 ? 0x90 : 0x80;
-    const unsigned hi = c == 0xF4 ? 0x8F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF) ? 4 : 0;
-  }
-  return 0;
-}
-
 std::optional<std::size_t> invalid_utf8_offset(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
-    const std::size_t len = utf8_char_length(s, i);
+    const std::size_t len = utf8_length(s, i);
     if (len == 0) return i;
     i += len;
   }

@@ -30,13 +30,8 @@ inline constexpr std::size_t kMaxPricesBytes = std::size_t{1} << 20;
 std::string read_input_file(const std::filesystem::path& path, const std::string& name,
                             std::string_view what, std::size_t max_bytes);
 
-// The length of the well-formed UTF-8 character at s[i] (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF), or 0 when the bytes there are not
-// one. `i` must be below s.size().
-std::size_t utf8_char_length(std::string_view s, std::size_t i);
-
 // The offset of the first byte of `s` that does not start a well-formed UTF-8
-// character; nullopt when all of `s` is UTF-8.
+// character (utf8_length of core/text.h); nullopt when all of `s` is UTF-8.
 std::optional<std::size_t> invalid_utf8_offset(std::string_view s);
 
 // Why `text`, a file of lines (claims, prices), is not text that gpuvs can carry to

@@ -32,6 +32,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "scratch_dir_test.h"
 
 namespace gpuvs {
 namespace {
@@ -171,20 +172,9 @@ ChildSaid in_child(const std::function<std::string()>& f) {
   return said;
 }
 
-class AtomicFile : public ::testing::Test {
+class AtomicFile : public gpuvs_test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() /
-           ("gpuvs_test_atomic_file_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
+  AtomicFile() : ScratchDirTest("gpuvs_test_atomic_file") {}
 };
 
 TEST_F(AtomicFile, WritesAndReplacesTheContent) {

@@ -12,13 +12,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/run_file.h"
+#include "scratch_dir_test.h"
 
 namespace gpuvs {
 namespace {
@@ -531,20 +531,9 @@ TEST(RunFileParse, EscapedNulInStringIsAccepted) {
 
 // ---------------------------------------------------------------- files on disk
 
-class RunFileDisk : public ::testing::Test {
+class RunFileDisk : public gpuvs_test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() /
-           ("gpuvs_test_run_file_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
+  RunFileDisk() : ScratchDirTest("gpuvs_test_run_file") {}
 };
 
 TEST_F(RunFileDisk, SaveThenLoad) {

@@ -56,6 +56,33 @@ int recommend_batch(const std::optional<MemoryLine>& line, int max_batch,
   return batch;
 }
 
+// The widest pair: its baseline is the least disturbed by allocator rounding.
+std::optional<int> predicted_max_batch(const std::vector<BatchProbe>& probes,
+                                       const BatchSearchOptions& o) {
+  if (!(o.total_bytes > 0)) return std::nullopt;
+  const BatchProbe* small = nullptr;
+  const BatchProbe* big = nullptr;
+  for (const BatchProbe& p : probes) {
+    if (!p.probe.fits || !p.probe.used_bytes || p.batch <= 0) continue;
+    if (!small || p.batch < small->batch) small = &p;
+    if (!big || p.batch > big->batch) big = &p;
+  }
+  if (!big) return std::nullopt;
+  MemoryLine line{0, *big->probe.used_bytes / big->batch};
+  if (small->batch != big->batch) {
+    const double per_item =
+        (*big->probe.used_bytes - *small->probe.used_bytes) / (big->batch - small->batch);
+    if (per_item > 0) line = {*big->probe.used_bytes - per_item * big->batch, per_item};
+  }
+  if (!(line.per_item_bytes > 0)) return std::nullopt;
+  const double room = o.total_bytes - o.baseline_bytes - line.fixed_bytes;
+  double est = std::floor(room / line.per_item_bytes);
+  est = std::clamp(est, 1.0, static_cast<double>(o.limit));
+  int b = static_cast<int>(est);
+  if (b >= o.granularity) b = b / o.granularity * o.granularity;
+  return b;
+}
+
 BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch,
                                    const BatchSearchOptions& o) {
   if (o.start < 1 || o.limit < o.start || o.granularity < 1 || o.max_probes < 1 ||
@@ -68,23 +95,19 @@ BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch
     r.probes.push_back({batch, try_batch(batch)});
     return r.probes.back().probe.fits;
   };
+  auto tried = [&](int batch) {
+    return std::any_of(r.probes.begin(), r.probes.end(),
+                       [&](const BatchProbe& p) { return p.batch == batch; });
+  };
   auto budget = [&] { return static_cast<int>(r.probes.size()) < o.max_probes; };
   const int g = o.granularity;
   int lo = 0;  // largest batch that fit
   int hi = 0;  // smallest batch that did not; 0: none yet
 
-  // 1. Doubling (or halving when the start does not fit).
+  // 1. The start, halving while it does not fit; then one doubling, so that two fits
+  // give the memory line.
   if (probe(o.start)) {
     lo = o.start;
-    while (budget() && lo < o.limit) {
-      const int next = static_cast<int>(std::min<long long>(2LL * lo, o.limit));
-      if (probe(next)) {
-        lo = next;
-      } else {
-        hi = next;
-        break;
-      }
-    }
   } else {
     hi = o.start;
     while (budget() && hi > 1) {
@@ -96,49 +119,35 @@ BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch
       hi = next;
     }
   }
-  r.first_failure = hi;
   if (lo == 0) {
+    r.first_failure = hi;
     r.recommendation = fmt::format("not even batch {} fits", hi);
     return r;
   }
 
-  // 2. The memory line's prediction and its neighbour.
-  auto line = memory_line(r.probes);
-  if (hi > 0 && hi - lo > g && budget() && line && line->per_item_bytes > 0 && o.total_bytes > 0) {
-    const double room = o.total_bytes - o.baseline_bytes - line->fixed_bytes;
-    int est = static_cast<int>(std::min(std::floor(room / line->per_item_bytes), 1e9));
-    if (est >= g) est = est / g * g;
-    if (est > lo && est < hi) {
-      if (probe(est)) {
-        lo = est;
-        if (est + g < hi && budget()) {
-          if (probe(est + g)) {
-            lo = est + g;
-          } else {
-            hi = est + g;
-          }
-        }
-      } else {
-        hi = est;
-        if (est - g > lo && budget()) {
-          if (probe(est - g)) {
-            lo = est - g;
-          } else {
-            hi = est - g;
-          }
-        }
-      }
-    }
-  }
-
-  // 3. Bisection, on multiples of the granularity where they fall inside.
-  while (hi > 0 && hi - lo > g && budget()) {
-    int mid = lo + (hi - lo) / 2;
-    if (const int rounded = mid / g * g; rounded > lo) mid = rounded;
-    if (probe(mid)) {
-      lo = mid;
+  // 2. Predict, bracket, bisect. Each candidate is the memory line's prediction when it
+  // falls inside the bracket; otherwise, without a failure yet, a gallop upwards from the
+  // largest fit (the line says the edge is near: lo + g, lo + 2g, lo + 4g...) or a
+  // doubling (no line); with both ends known, the middle.
+  int gallop = g;
+  while (budget() && (hi == 0 ? lo < o.limit : hi - lo > g)) {
+    const std::optional<int> est = predicted_max_batch(r.probes, o);
+    int cand = 0;
+    if (est && *est > lo && (hi == 0 || *est < hi) && !tried(*est)) {
+      cand = *est;
+    } else if (hi == 0) {
+      const long long up = est ? static_cast<long long>(lo) + gallop : 2LL * lo;
+      cand = static_cast<int>(std::min<long long>(up, o.limit));
+      if (est) gallop *= 2;
     } else {
-      hi = mid;
+      cand = lo + (hi - lo) / 2;
+      if (const int rounded = cand / g * g; rounded > lo) cand = rounded;
+    }
+    if (cand <= lo || (hi != 0 && cand >= hi) || tried(cand)) break;
+    if (probe(cand)) {
+      lo = cand;
+    } else {
+      hi = cand;
     }
   }
 

@@ -3,14 +3,18 @@
 // report the memory it used), so the search is tested on the CPU with a fake.
 //
 // Search (docs/models.md, "--batch max"):
-//  1. from `start`, double while the candidate fits (halve while it does not, down to
-//     1), until the first failure or `limit`;
-//  2. with two fitting candidates, the memory line used(b) = fixed + per_item * b
-//     predicts the largest batch that fits; that prediction (rounded down to
-//     `granularity`) and its neighbour one granule away are tried first: when the
-//     line is right, two candidates close the bracket;
-//  3. bisection between the last fit and the first failure until they are at most
-//     `granularity` apart (or `max_probes` candidates were tried).
+//  1. `start` (halved while it does not fit, down to 1);
+//  2. then each candidate is the memory line's prediction of the largest batch that
+//     fits, used(b) = fixed + per_item * b through the widest pair of fitting
+//     candidates (one fit: proportional, no fixed part, which under-predicts), when
+//     it falls inside the bracket: with an exact line, start, the proportional
+//     guess, the line's prediction and one granule above it close the search in four
+//     candidates (a plain doubling tries every power of two on the way, each a model
+//     build and a step at a large batch);
+//  3. otherwise, before the first failure, a gallop above the largest fit (lo + g,
+//     lo + 2g, lo + 4g: the line under-predicts) or a doubling (no line), and with
+//     both ends known the middle, until the bracket is at most `granularity` wide
+//     (or `max_probes` candidates were tried).
 // Recommended batch: the largest b with baseline + fixed + per_item * b <=
 // (1 - headroom) * total, from the line through the two largest fitting candidates
 // (one candidate only: per_item = used / batch, no fixed part, which over-estimates
@@ -73,6 +77,12 @@ std::optional<MemoryLine> memory_line(const std::vector<BatchProbe>& probes);
 // above; `max_batch` >= 1.
 int recommend_batch(const std::optional<MemoryLine>& line, int max_batch,
                     const BatchSearchOptions& options, std::string* how = nullptr);
+
+// The largest batch the memory line through the widest pair of fitting probes predicts
+// to fit, rounded down to the granularity, in [1, limit]; nullopt without a fitting
+// probe with a memory figure or without the device's total.
+std::optional<int> predicted_max_batch(const std::vector<BatchProbe>& probes,
+                                       const BatchSearchOptions& options);
 
 BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch,
                                    const BatchSearchOptions& options);

@@ -58,8 +58,8 @@ TEST(BatchSearch, FindsTheLargestFitWithinTheGranularity) {
   EXPECT_GT(r.max_batch, truth - o.granularity);
   EXPECT_GT(r.first_failure, truth);
   EXPECT_LE(r.first_failure - r.max_batch, o.granularity);
-  // Doubling 64..2048 is 6 candidates; an exact memory line closes it in 2 more.
-  EXPECT_LE(r.probes.size(), 8u);
+  // 64, the proportional guess (1256), the exact line's 1728 and 1736 above it.
+  EXPECT_EQ(gpu.tried, (std::vector<int>{64, 1256, 1728, 1736}));
   // No batch is tried twice, and every one is within [1, limit].
   std::set<int> unique(gpu.tried.begin(), gpu.tried.end());
   EXPECT_EQ(unique.size(), gpu.tried.size());
@@ -113,6 +113,59 @@ TEST(BatchSearch, StartTooLargeHalvesDown) {
   EXPECT_GT(r.max_batch, 68 - o.granularity);
 }
 
+// Memory that grows faster than the line at large batches (activations spilling into
+// a second workspace): the line over-predicts, the search brackets and still converges.
+TEST(BatchSearch, OverPredictingLineStillConverges) {
+  FakeGpu gpu;
+  auto curved = [&](int b) {
+    gpu.tried.push_back(b);
+    const double used = gpu.fixed + gpu.per_item * b + 2e4 * double(b) * b;
+    if (gpu.baseline + used > gpu.total) return FitProbe{false, std::nullopt, "out of memory"};
+    return FitProbe{true, used, ""};
+  };
+  int truth = 0;
+  while (gpu.baseline + gpu.fixed + gpu.per_item * (truth + 1) +
+             2e4 * double(truth + 1) * (truth + 1) <=
+         gpu.total)
+    ++truth;
+  const auto o = options_for(gpu);
+  const BatchSearchResult r = search_max_batch(curved, o);
+  EXPECT_LE(r.max_batch, truth);
+  EXPECT_GT(r.max_batch, truth - o.granularity);
+  EXPECT_LE(r.probes.size(), 12u);
+  EXPECT_GE(std::count_if(r.probes.begin(), r.probes.end(),
+                          [](const BatchProbe& p) { return !p.probe.fits; }),
+            1);
+}
+
+// Memory that grows slower than the line (a fixed pool taken at the first step): the
+// line under-predicts, the search gallops above the largest fit.
+TEST(BatchSearch, UnderPredictingLineGallops) {
+  FakeGpu gpu;
+  auto concave = [&](int b) {
+    gpu.tried.push_back(b);
+    const double used = gpu.fixed + gpu.per_item * b * (b < 600 ? 1.0 : 0.8) +
+                        (b < 600 ? 0 : gpu.per_item * 600 * 0.2);
+    if (gpu.baseline + used > gpu.total) return FitProbe{false, std::nullopt, "out of memory"};
+    return FitProbe{true, used, ""};
+  };
+  int truth = 0;
+  while (true) {
+    const int b = truth + 1;
+    const double used = gpu.fixed + gpu.per_item * b * (b < 600 ? 1.0 : 0.8) +
+                        (b < 600 ? 0 : gpu.per_item * 600 * 0.2);
+    if (gpu.baseline + used > gpu.total) break;
+    truth = b;
+  }
+  const auto o = options_for(gpu);
+  const BatchSearchResult r = search_max_batch(concave, o);
+  EXPECT_LE(r.max_batch, truth);
+  EXPECT_GT(r.max_batch, truth - o.granularity);
+  EXPECT_LE(r.probes.size(), 14u);
+  std::set<int> unique(gpu.tried.begin(), gpu.tried.end());
+  EXPECT_EQ(unique.size(), gpu.tried.size());
+}
+
 TEST(BatchSearch, NothingFits) {
   FakeGpu gpu;
   gpu.total = 2.1 * kGB;  // the fixed part alone does not fit
@@ -140,6 +193,7 @@ TEST(BatchSearch, LimitReachedWithoutFailure) {
 TEST(BatchSearch, MaxProbesBoundsTheWork) {
   FakeGpu gpu;
   BatchSearchOptions o = options_for(gpu);
+  o.total_bytes = 0;  // no device total: no prediction, the search can only double
   o.max_probes = 5;
   o.start = 1;
   const BatchSearchResult r = search_max_batch(std::ref(gpu), o);

@@ -34,6 +34,9 @@ Options:
                         collectives  NCCL sweeps, algorithm study, file, NCCL_COMM_ID
                                      and (with mpirun) MPI launches (2 GPUs)
                         models       ResNet-50 and BERT-large throughput and profiles
+                        tune         gpuvs tune --model all on a cache of its own,
+                                     again from the cache, detect, the result in
+                                     each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
   --nccl-tests DIR    nccl-tests' build folder: the collectives sweeps run beside it
   -h, --help          this text
@@ -54,7 +57,7 @@ die_usage() {
   exit 2
 }
 
-all_runs="run compute memory peer collectives models monitor"
+all_runs="run compute memory peer collectives models tune monitor"
 build_dir=""
 jobs=""
 tests_regex=""
@@ -320,6 +323,21 @@ monitor() {  # NAME WORKLOAD SECONDS
   record "monitor-$1" "$rc" "$dir"
 }
 
+# timed NAME OUTFILE -- GPUVS_ARGS...: gpuvs ARGS > OUTFILE (stderr beside it, .log),
+# recorded with its wall time.
+timed() {
+  local name=$1 outfile=$2 rc=0 t0 t1
+  shift 3
+  mkdir -p "$(dirname "$outfile")"
+  note "$name: gpuvs $* > $outfile"
+  t0=$(date +%s.%N)
+  "$gpuvs" "$@" > "$outfile" 2> "${outfile%.*}.log" || rc=$?
+  t1=$(date +%s.%N)
+  tail -n 3 "${outfile%.*}.log"
+  record "$name ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f s", b - a }'))" "$rc" \
+    "$(dirname "$outfile")"
+}
+
 if [[ -n $out_dir ]]; then
   mkdir -p "$out_dir"
   note "reference runs into $out_dir: ${runs// /, }"
@@ -394,6 +412,25 @@ if [[ -n $out_dir ]]; then
     reference models/bert-large-seq512-train-fused-attention 1 -- "${bert[@]}" \
       --attention fused "${m[@]}"
     reference models/quick-pass 1 -- bench model --quick "${m[@]}"
+  fi
+  if selected tune; then
+    if ((gpus < 1)); then
+      not_here tune "needs a GPU, none visible"
+    else
+      t=$out_dir/tune
+      tune=(--progress plain tune --model all --cache "$t/cache" --gpu 0)
+      timed tune "$t/tune.json" -- --out "$t" "${tune[@]}" --json
+      timed tune-from-cache "$t/tune-cached.json" -- --out "$t/again" "${tune[@]}" --json
+      timed detect "$t/detect.txt" -- detect --cache "$t/cache"
+      timed tune-show-env "$t/tune.env" -- tune --show "$t/tune.json" --emit env
+      timed tune-show-python "$t/tune.py" -- tune --show "$t/tune.json" --emit python
+      timed tune-show "$t/tune.txt" -- tune --show "$t/tune.json"
+      timed batch-max-resnet50 "$t/batch-max/resnet50.txt" -- --out "$t/batch-max" \
+        --progress plain model resnet50 --mode train --precision bf16 --batch max --gpu 0
+      timed batch-max-bert-large "$t/batch-max/bert-large.txt" -- --out "$t/batch-max" \
+        --progress plain model bert-large --seq 128 --mode train --precision bf16 --batch max \
+        --gpu 0
+    fi
   fi
   if selected monitor; then
     if ((gpus < 1)); then

@@ -50,15 +50,11 @@ std::vector<Precision> precisions_for(const std::string& model, bool quick) {
   return out;
 }
 
-// Harness options per configuration: short, since a tune measures some thirty
-// configurations; the rules compare figures against their own noise.
-MeasureOptions model_options(bool quick) {
-  MeasureOptions o = quick_options();
-  if (!quick) {
-    o.time_cap_s = 1.0;
-    o.min_samples = 8;
-  }
-  return o;
+// Harness options per configuration: `gpuvs run`'s quick ones (at least 5 samples,
+// 0.5 s, 1 % noise), since a tune measures some thirty configurations, most of the
+// time going into building them; the rules compare figures against their own noise.
+MeasureOptions model_options() {
+  return quick_options();
 }
 
 // A canonical --gemm text, "MxNxK:precision" (the CLI has checked it), as the GEMM
@@ -134,8 +130,8 @@ std::optional<double> TuneSession::model(int device, const models::ModelRunOptio
   step(fmt::format("GPU {}: {}", device, label));
   BenchContext ctx{.system = run_.system,
                    .device = device,
-                   .options = model_options(options_.request.quick),
-                   .quick = options_.request.quick,
+                   .options = model_options(),
+                   .quick = true,  // the step-time window of the quick pass too
                    .clock = steady_wall_clock(),
                    .devices = {device},
                    .progress = [&](const std::string& detail) {
@@ -210,12 +206,18 @@ void TuneSession::measure_model(int device, const std::string& name, Mode mode) 
     }
   }
 
-  // 3. The ladder: doubling from a quarter of the common batch (quick: fourfold) up to
-  // the recommended batch, graph on.
+  // 3. The ladder, graph on: a quarter and half of the common batch (where the knee
+  // usually is), then fourfold steps up to the recommended batch (measured in 2.);
+  // quick: a quarter and the fourfold steps.
   if (recommended > 0) {
-    const int factor = quick ? 4 : 2;
-    for (int b = std::max(8, b0 / 4); b < recommended; b *= factor) {
-      if (b == b0) continue;  // measured in 1.
+    std::vector<int> ladder;
+    for (int b = std::max(8, b0 / 4); b < b0; b *= 2) {
+      ladder.push_back(b);
+      if (quick) break;
+    }
+    for (int b = b0 * 4; b < recommended; b *= 4)
+      ladder.push_back(b);
+    for (int b : ladder) {
       models::ModelRunOptions run = base;
       run.config.batch = b;
       model(device, run, fmt::format("{}, batch {}", at, b));

@@ -91,6 +91,7 @@ ClockSampler::~ClockSampler() {
 
 ClockSample ClockSampler::take_sample() const {
   ClockSample s;
+  s.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   s.sm_mhz = device_.clock_mhz(nvml::kClockSm);
   s.mem_mhz = device_.clock_mhz(nvml::kClockMem);
   if (std::optional<unsigned int> mw = device_.power_usage_mw()) s.power_w = *mw / 1000.0;
@@ -103,6 +104,7 @@ void ClockSampler::start() {
   if (thread_.joinable()) throw Error("ClockSampler::start: already running");
   samples_.clear();
   if (!active()) return;
+  started_ = std::chrono::steady_clock::now();
   samples_.push_back(take_sample());
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -133,9 +135,7 @@ ClockRecord ClockSampler::stop() {
   wake_.notify_one();
   thread_.join();
   samples_.push_back(take_sample());
-  ClockRecord record = summarize_clock_samples(samples_);
-  samples_.clear();
-  return record;
+  return summarize_clock_samples(samples_);  // samples_ stay readable until start()
 }
 
 }  // namespace gpuvs

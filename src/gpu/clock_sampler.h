@@ -26,6 +26,7 @@ namespace gpuvs {
 
 // One poll of the device; a field NVML did not answer is std::nullopt.
 struct ClockSample {
+  double t_s = 0;  // since start()
   std::optional<int> sm_mhz;
   std::optional<int> mem_mhz;
   std::optional<double> power_w;
@@ -61,6 +62,8 @@ class ClockSampler {
   // Samples once more, stops polling and summarises everything since start(). Without
   // a running start() it returns an empty record.
   ClockRecord stop();
+  // Every sample of the last start()..stop(), in order (empty while running).
+  const std::vector<ClockSample>& samples() const { return samples_; }
 
  private:
   ClockSample take_sample() const;
@@ -69,6 +72,7 @@ class ClockSampler {
   nvml::Device device_;
   std::string inactive_reason_;
   std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point started_;
   std::vector<ClockSample> samples_;  // written by the thread between start and join only
 
   std::thread thread_;

@@ -43,9 +43,14 @@ struct Fixture {
   StringSink sink;
 };
 
+// A reporter in plain mode on the fake clock.
+struct Plain : Fixture {
+  Progress progress{ProgressMode::kPlain, sink, clock};
+};
+
 TEST(Progress, PlainWritesOneLinePerStepWithElapsedTimeAndCount) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(3);
   p.step("memory.hbm on GPU 0 (H200)");
   f.clock.now += 42;
@@ -67,8 +72,8 @@ TEST(Progress, PlainWritesOneLinePerStepWithElapsedTimeAndCount) {
 }
 
 TEST(Progress, NoEstimateBeforeTheFirstStepFinished) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(12);
   p.step("a");
   f.clock.now += 5;
@@ -87,8 +92,8 @@ TEST(Progress, NoEstimateBeforeTheFirstStepFinished) {
 }
 
 TEST(Progress, EstimateFromExpectedDurationsFromTheStart) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(3, {10, 20, 30});
   EXPECT_DOUBLE_EQ(*p.seconds_left(), 60);
   p.step("a");
@@ -103,8 +108,8 @@ TEST(Progress, EstimateFromExpectedDurationsFromTheStart) {
 }
 
 TEST(Progress, MissingExpectationsFallBackOnTheMean) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(3, {0, 0, 100});  // only the last step's duration is known
   p.step("a", 8);
   EXPECT_FALSE(p.seconds_left().has_value()) << "step 2 is unknown until a step finished";
@@ -114,8 +119,8 @@ TEST(Progress, MissingExpectationsFallBackOnTheMean) {
 }
 
 TEST(Progress, UnknownStepCountHasNoEstimate) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.step("a");
   f.clock.now += 3;
   p.step("b");
@@ -124,8 +129,8 @@ TEST(Progress, UnknownStepCountHasNoEstimate) {
 }
 
 TEST(Progress, PlainDetailsAreRateLimitedAndTheLastOneIsKept) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(2);
   p.step("collectives.nccl on 2 GPU(s)");
   for (int i = 1; i <= 10; ++i) {  // ten details within 0.5 s of the step line
@@ -162,8 +167,8 @@ TEST(Progress, PlainDetailsAreRateLimitedAndTheLastOneIsKept) {
 }
 
 TEST(Progress, PlainDetailAfterTheIntervalWritesTheWaitingOneFirst) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(1);
   p.step("model on GPU 0 (H200)");
   f.clock.now += 0.3;
@@ -181,8 +186,8 @@ TEST(Progress, PlainDetailAfterTheIntervalWritesTheWaitingOneFirst) {
 }
 
 TEST(Progress, FinalLineCountsFailedSteps) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.begin(2);
   p.step("a");
   p.fail("out of memory\nat batch 9");
@@ -266,8 +271,8 @@ TEST(Progress, DestructorClearsLiveAndWritesAWaitingDetail) {
 }
 
 TEST(Progress, ControlCharactersInNamesAreEscaped) {
-  Fixture f;
-  Progress p(ProgressMode::kPlain, f.sink, f.clock);
+  Plain f;
+  Progress& p = f.progress;
   p.step("GPU \033[31mred\r");
   EXPECT_EQ(f.sink.text().find('\033'), std::string::npos) << f.sink.text();
   EXPECT_EQ(f.sink.text().find('\r'), std::string::npos) << f.sink.text();

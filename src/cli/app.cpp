@@ -1,10 +1,12 @@
 #include "cli/app.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -15,25 +17,22 @@
 
 namespace gpuvs::cli {
 
-Progress::Progress(const GlobalOptions& options)
-    : enabled_(!options.quiet && !options.json && isatty(fileno(stderr))) {}
-
-Progress::~Progress() {
-  done();
+ProgressMode progress_mode(const GlobalOptions& options) {
+  if (options.quiet || options.progress == "off") return ProgressMode::kOff;
+  if (options.progress == "plain") return ProgressMode::kPlain;
+  const char* term = std::getenv("TERM");
+  const bool dumb = term != nullptr && std::string_view(term) == "dumb";
+  return isatty(fileno(stderr)) && !dumb ? ProgressMode::kLive : ProgressMode::kPlain;
 }
 
-void Progress::step(const std::string& message) {
-  if (!enabled_) return;
-  fmt::print(stderr, "\r\033[K{}", one_line(message));
-  std::fflush(stderr);
-  dirty_ = true;
-}
-
-void Progress::done() {
-  if (!enabled_ || !dirty_) return;
-  fmt::print(stderr, "\r\033[K");
-  std::fflush(stderr);
-  dirty_ = false;
+std::unique_ptr<Progress> make_progress(const GlobalOptions& options) {
+  static FileProgressSink sink(stderr);
+  ProgressOptions o;
+  o.tick_period_s = 0.2;
+  const ProgressMode mode = progress_mode(options);
+  if (winsize w{}; mode == ProgressMode::kLive && ioctl(fileno(stderr), TIOCGWINSZ, &w) == 0)
+    o.width = w.ws_col;
+  return std::make_unique<Progress>(mode, sink, steady_wall_clock(), o);
 }
 
 std::filesystem::path run_file_path(const GlobalOptions& options, const std::string& command,
@@ -120,6 +119,11 @@ int run_cli(int argc, char** argv) {
   app.add_flag("--json", ctx.global.json, "Machine output (JSON) on stdout, nothing else there");
   add_path_option(&app, "--out", ctx.global.out_dir, "Directory for the files a command writes");
   app.add_flag("-q,--quiet", ctx.global.quiet, "No progress on stderr");
+  app.add_option("--progress", ctx.global.progress,
+                 "Progress of long commands on stderr: auto (default: a line replaced in place "
+                 "on a terminal, plain lines otherwise), plain (one line per step with the "
+                 "elapsed time, for logs and batch jobs), off")
+      ->check(CLI::IsMember({"auto", "plain", "off"}));
   app.fallthrough();  // global flags are accepted after the command name too
   app.require_subcommand(0, 1);
   app.footer(

@@ -6,18 +6,23 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/run_file.h"
+#include "measure/progress.h"
 
 namespace gpuvs::cli {
 
 struct GlobalOptions {
   bool json = false;    // machine output on stdout, nothing else there
   std::string out_dir;  // where files go; empty: the command's default
-  bool quiet = false;   // no progress on stderr
+  bool quiet = false;   // no progress on stderr (whatever --progress says)
+  // --progress: auto (live on a terminal, plain lines otherwise), plain or off.
+  // Independent of --json: progress is on stderr, the JSON alone on stdout.
+  std::string progress = "auto";
   std::vector<std::string> argv;
 };
 
@@ -26,18 +31,15 @@ struct CliContext {
   ExitCode exit_code = ExitCode::kOk;
 };
 
-// Progress on stderr, only when stderr is a terminal and not --quiet or --json.
-class Progress {
- public:
-  explicit Progress(const GlobalOptions& options);
-  ~Progress();
-  void step(const std::string& message);  // replaces the current line
-  void done();                            // clears the line
+// The progress mode the options ask for: off with --quiet or --progress off; plain
+// with --progress plain; auto: live when stderr is a terminal whose TERM is not
+// "dumb", plain otherwise (a pipe, a file, a batch job's log).
+ProgressMode progress_mode(const GlobalOptions& options);
 
- private:
-  bool enabled_;
-  bool dirty_ = false;
-};
+// The progress of a long command on stderr (measure/progress.h: begin, step, detail,
+// fail, done), in progress_mode(options), on the steady clock, ticking every 0.2 s;
+// live lines are cut to the terminal's width.
+std::unique_ptr<Progress> make_progress(const GlobalOptions& options);
 
 Meta make_meta(const std::string& command, const std::vector<std::string>& argv);
 std::string version_line();  // "gpuvs 0.1.0 (git 0123456789ab)"

@@ -101,7 +101,8 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     }
   }
 
-  Progress progress(shown);
+  const std::unique_ptr<Progress> progress = make_progress(shown);
+  progress->begin(static_cast<int>(steps.size()));
   bool aborted = false;
   constexpr double kCheckpointS = 2;
   double last_checkpoint_s = 0;
@@ -112,31 +113,28 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
         : s.device < 0
             ? fmt::format("{} GPU(s)", devices.size())
             : fmt::format("GPU {} ({})", s.device, short_gpu_name(run.system.gpus[s.device].name));
-    const std::string head =
-        fmt::format("[{}/{}] {} on {}", i + 1, steps.size(), s.bench->name, where);
-    progress.step(head);
-    BenchContext ctx{
-        .system = run.system,
-        .device = s.device < 0 ? devices.front() : s.device,
-        .options = options.measure,
-        .quick = options.quick,
-        .clock = steady_wall_clock(),
-        .devices = devices,
-        .collectives = &options.collectives,
-        .world = world.get(),
-        .comm_record = &run.comm,
-        .progress = [&](const std::string& detail) { progress.step(head + ": " + detail); },
-        .checkpoint =
-            [&](std::span<const Result> partial) {
-              const double t = steady_wall_clock().now_s();
-              if (!writer || t - last_checkpoint_s < kCheckpointS) return;
-              last_checkpoint_s = t;
-              RunFile copy = run;
-              copy.results.insert(copy.results.end(), partial.begin(), partial.end());
-              copy.meta.finished_at = utc_now_iso8601();
-              save_run_file(copy, path);
-            },
-        .model = options.model ? &*options.model : nullptr};
+    progress->step(fmt::format("{} on {}", s.bench->name, where));
+    BenchContext ctx{.system = run.system,
+                     .device = s.device < 0 ? devices.front() : s.device,
+                     .options = options.measure,
+                     .quick = options.quick,
+                     .clock = steady_wall_clock(),
+                     .devices = devices,
+                     .collectives = &options.collectives,
+                     .world = world.get(),
+                     .comm_record = &run.comm,
+                     .progress = [&](const std::string& detail) { progress->detail(detail); },
+                     .checkpoint =
+                         [&](std::span<const Result> partial) {
+                           const double t = steady_wall_clock().now_s();
+                           if (!writer || t - last_checkpoint_s < kCheckpointS) return;
+                           last_checkpoint_s = t;
+                           RunFile copy = run;
+                           copy.results.insert(copy.results.end(), partial.begin(), partial.end());
+                           copy.meta.finished_at = utc_now_iso8601();
+                           save_run_file(copy, path);
+                         },
+                     .model = options.model ? &*options.model : nullptr};
     const size_t first_result = run.results.size();
     const double step_begin_s = recorder ? recorder->now_s() : 0.0;
     try {
@@ -148,17 +146,19 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
       for (Result& r : e.partial)
         run.results.push_back(std::move(r));
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
+      progress->fail(e.what());
       aborted = true;
       if (!writer) print_text(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
     } catch (const Error& e) {
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
       if (!writer) print_text(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
       // `gpuvs model` asked for what this GPU or model cannot do (fp8 on ResNet-50):
-      // a usage error, exit 2, once the run file records it.
+      // a usage error, exit 2, once the run file records it (main says why, once).
       if (options.model && e.code() == ExitCode::kUsage) {
         save();
         throw;
       }
+      progress->fail(e.what());
     }
     if (recorder) {
       recorder->step_done(run.results, first_result, std::string(s.bench->name), step_begin_s,
@@ -167,7 +167,7 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     run.meta.finished_at = utc_now_iso8601();
     save();
   }
-  progress.done();
+  progress->done();
   if (recorder) {
     recorder->finish(run);  // the timeline, and each step's final window
     save();

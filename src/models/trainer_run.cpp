@@ -6,6 +6,7 @@
 #include <array>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "gpu/check.h"
 #include "models/trainer.h"
 #include "suite/context.h"
@@ -44,15 +45,28 @@ BatchSearchResult find_max_batch(const ModelConfig& config, int device, double h
   ModelConfig candidate = config;
   candidate.autotune = false;
   candidate.graph = false;
-  return search_max_batch(
+  // One line per candidate, with the outcome of the one before: a log whose lines are
+  // rate-limited still shows the latest outcome (measure/progress.h).
+  const std::string head = model_result_id(Family::kModelRate, config) + ": batch search: ";
+  std::string last;  // "batch 2048 fits (61.2 GB)", "batch 4096: out of memory"
+  BatchSearchResult result = search_max_batch(
       [&](int batch) {
         if (progress)
-          progress(fmt::format("{}: batch search, trying {}",
-                               model_result_id(Family::kModelRate, config), batch));
+          progress(head + last + (last.empty() ? "" : "; ") + fmt::format("trying {}", batch));
         candidate.batch = batch;
-        return try_fit(candidate, device);
+        FitProbe probe = try_fit(candidate, device);
+        last = !probe.fits ? fmt::format("batch {}: out of memory", batch)
+               : probe.used_bytes
+                   ? fmt::format("batch {} fits ({})", batch, format_si(*probe.used_bytes, "B"))
+                   : fmt::format("batch {} fits", batch);
+        return probe;
       },
       o);
+  if (progress && result.max_batch > 0)
+    progress(
+        head + last +
+        fmt::format("; largest {}, recommended {}", result.max_batch, result.recommended_batch));
+  return result;
 }
 
 std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx) {

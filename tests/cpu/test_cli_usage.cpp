@@ -66,6 +66,18 @@ TEST(CliUsage, ParseErrorsAreOneLineNamingTheCommand) {
   EXPECT_EQ(o.err.find("Run with --help"), std::string::npos) << o.err;
 }
 
+// --progress takes auto, plain or off, before or after the command; anything else is
+// refused before any command runs (a model run too, which would probe the GPU).
+TEST(CliUsage, ProgressModeIsOneOfThree) {
+  expect_usage_errors({
+      {"--progress bogus specs list", "--progress: bogus not in {auto,plain,off}"},
+      {"specs list --progress live", "--progress: live not in {auto,plain,off}"},
+      {"model resnet50 --progress PLAIN", "gpuvs model: --progress: PLAIN not in"},
+      {"bench memory --progress ''", "--progress"},
+      {"run --progress", "gpuvs run: "},
+  });
+}
+
 // Every number of every command is read by one parser with a range: NaN, infinities,
 // negative, too large or too small values name the option and the bound.
 TEST(CliUsage, NumbersOfEveryCommandAreCheckedWithARange) {

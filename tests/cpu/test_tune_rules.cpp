@@ -21,24 +21,32 @@ RunFile bert_precisions(double fp8) {
   return run;
 }
 
-TEST(TuneRules, Fp8AtFourPercentIsNotChosen) {
-  const RunFile run = bert_precisions(1610 * 1.04);
-  const Recommendations rec = recommend_precision(run, 0, "bert-large", "train");
+// The precision chosen for the model and mode, its evidence checked against the run.
+Setting chosen_precision(const RunFile& run, const std::string& model, const std::string& mode) {
+  const Recommendations rec = recommend_precision(run, 0, model, mode);
+  expect_rests_on_run(run, rec);
   const Setting* s = find(rec, "precision");
-  ASSERT_NE(s, nullptr);
+  return s ? *s : Setting{};
+}
+
+// The precision setting with fp8 at `ratio` times bf16.
+Setting precision_with_fp8(double ratio) {
+  return chosen_precision(bert_precisions(1610 * ratio), "bert-large", "train");
+}
+
+TEST(TuneRules, Fp8AtFourPercentIsNotChosen) {
+  const Setting got = precision_with_fp8(1.04);
+  const Setting* s = &got;
   EXPECT_EQ(s->value, ParamValue(std::string("bf16")));
   EXPECT_TRUE(contains(s->why, "fp8 1674 is 1.040x bf16")) << s->why;
   EXPECT_TRUE(contains(s->why, "did not pay")) << s->why;
   EXPECT_TRUE(s->caveat.empty());
   EXPECT_EQ(s->scope, (std::vector<std::string>{"bert-large", "train"}));
-  expect_rests_on_run(run, rec);
 }
 
 TEST(TuneRules, Fp8AtSixPercentIsChosenWithTheChecksCaveat) {
-  const RunFile run = bert_precisions(1610 * 1.06);
-  const Recommendations rec = recommend_precision(run, 0, "bert-large", "train");
-  const Setting* s = find(rec, "precision");
-  ASSERT_NE(s, nullptr);
+  const Setting got = precision_with_fp8(1.06);
+  const Setting* s = &got;
   EXPECT_EQ(s->value, ParamValue(std::string("fp8")));
   EXPECT_TRUE(contains(s->why, "1.060x bf16")) << s->why;
   EXPECT_TRUE(contains(s->caveat, "rel_l2 up to 0.2")) << s->caveat;
@@ -48,16 +56,14 @@ TEST(TuneRules, Fp8AtSixPercentIsChosenWithTheChecksCaveat) {
                                     [](const Evidence& e) { return e.basis == "derived"; });
   ASSERT_NE(derived, s->rests_on.end());
   EXPECT_NEAR(derived->value, 1.06, 1e-9);
-  expect_rests_on_run(run, rec);
 }
 
 TEST(TuneRules, Fp8WithinItsNoiseDoesNotPay) {
   RunFile run = bert_precisions(0);
   run.results.back() = rate("bert-large", "train", "fp8", 64, 1610 * 1.06, {.noise = 0.08});
-  const Recommendations rec = recommend_precision(run, 0, "bert-large", "train");
-  EXPECT_EQ(find(rec, "precision")->value, ParamValue(std::string("bf16")));
-  EXPECT_TRUE(contains(find(rec, "precision")->why, "within noise (8.0 %)"));
-  expect_rests_on_run(run, rec);
+  const Setting s = chosen_precision(run, "bert-large", "train");
+  EXPECT_EQ(s.value, ParamValue(std::string("bf16")));
+  EXPECT_TRUE(contains(s.why, "within noise (8.0 %)")) << s.why;
 }
 
 TEST(TuneRules, TieWithinNoisePrefersTheWiderFormat) {
@@ -65,26 +71,23 @@ TEST(TuneRules, TieWithinNoisePrefersTheWiderFormat) {
   run.results.push_back(rate("resnet50", "train", "bf16", 256, 3000));
   run.results.push_back(rate("resnet50", "train", "fp16", 256, 2985));  // 1.005x: a tie
   run.results.push_back(rate("resnet50", "train", "fp32", 256, 1000));
-  Recommendations rec = recommend_precision(run, 0, "resnet50", "train");
-  EXPECT_EQ(find(rec, "precision")->value, ParamValue(std::string("fp16")));
-  EXPECT_TRUE(contains(find(rec, "precision")->why, "wider format is kept"));
-  expect_rests_on_run(run, rec);
+  Setting s = chosen_precision(run, "resnet50", "train");
+  EXPECT_EQ(s.value, ParamValue(std::string("fp16")));
+  EXPECT_TRUE(contains(s.why, "wider format is kept")) << s.why;
 
   run.results[1].value = 2900;  // 1.03x: beyond the 1 % floor
-  rec = recommend_precision(run, 0, "resnet50", "train");
-  EXPECT_EQ(find(rec, "precision")->value, ParamValue(std::string("bf16")));
-  EXPECT_TRUE(contains(find(rec, "precision")->why, "bf16: the fastest, 3000 img/s, 1.034x fp16"));
-  expect_rests_on_run(run, rec);
+  s = chosen_precision(run, "resnet50", "train");
+  EXPECT_EQ(s.value, ParamValue(std::string("bf16")));
+  EXPECT_TRUE(contains(s.why, "bf16: the fastest, 3000 img/s, 1.034x fp16")) << s.why;
 }
 
 TEST(TuneRules, Tf32CarriesTheRoundingCaveat) {
   RunFile run = run_with_gpus(1);
   run.results.push_back(rate("resnet50", "infer", "fp32", 256, 1000));
   run.results.push_back(rate("resnet50", "infer", "tf32", 256, 3000));
-  const Recommendations rec = recommend_precision(run, 0, "resnet50", "infer");
-  EXPECT_EQ(find(rec, "precision")->value, ParamValue(std::string("tf32")));
-  EXPECT_TRUE(contains(find(rec, "precision")->caveat, "reduced-precision math mode"));
-  expect_rests_on_run(run, rec);
+  const Setting s = chosen_precision(run, "resnet50", "infer");
+  EXPECT_EQ(s.value, ParamValue(std::string("tf32")));
+  EXPECT_TRUE(contains(s.caveat, "reduced-precision math mode"));
 }
 
 TEST(TuneRules, ResultsNotOkAreNeverUsed) {

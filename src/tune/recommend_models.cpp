@@ -224,7 +224,9 @@ Recommendations recommend_precision(const RunFile& run, int gpu, std::string_vie
       for (const Result* r : ordered)
         if (r != fp8 && r != chosen && (!second || r->value > second->value)) second = r;
       why = fmt::format("{}: {}, {}", precision_of(*chosen),
-                        ordered.size() == 1 ? "the only precision measured" : "the fastest",
+                        second ? "the fastest"
+                        : fp8  ? "the only precision measured besides fp8"
+                               : "the only precision measured",
                         figure(*chosen));
       if (second) {
         evidence.push_back(derived_ratio(*chosen, *second, kModelKeys));

@@ -1,0 +1,16 @@
+// `gpuvs tune`'s measuring path where this build cannot measure: it says so (exit 3
+// without CUDA). --show and --cached need no GPU and work in every build.
+#include "cli/session.h"
+#include "cli/tune_session.h"
+
+namespace gpuvs::cli {
+
+ExitCode run_tune(const GlobalOptions& /*global*/, const TuneOptions& /*options*/) {
+#if GPUVS_HAVE_CUDA
+  throw UsageError("tune: measuring is not built in this version; --show FILE and --cached work");
+#else
+  throw_built_without_cuda("tune");
+#endif
+}
+
+}  // namespace gpuvs::cli

@@ -188,8 +188,9 @@ void add_tune_command(CLI::App& app, CliContext& ctx) {
                   "Samples per optimizer step: the micro-batch and accumulation that reach it "
                   "fastest");
   sub->add_option("--gemm", args->gemm,
-                  "GEMM shape MxNxK[:precision] to tune (fp64 fp32 tf32 bf16 fp16 fp8; default "
-                  "bf16), repeatable");
+                  "GEMM shape MxNxK[:precision] to tune (fp64 fp32 tf32 bf16 fp16 fp8, default "
+                  "bf16); repeat for more shapes")
+      ->allow_extra_args(false);
   sub->add_option("--emit", args->emit, "table (default) | env (export lines) | python (a dict)");
   add_path_option(sub, "--show", args->show, "Print a stored gpuvs.tune/1 file (no GPU needed)");
   sub->add_flag("--cached", args->cached, "Print every valid entry of the cache (no GPU needed)");

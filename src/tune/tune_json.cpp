@@ -176,12 +176,23 @@ DeviceTune read_device(const Obj& o) {
   d.measure_seconds = o.req<double>("measure_seconds");
   run_json::require_at_least(o, "measure_seconds", d.measure_seconds, 0.0);
   d.settings = o.objects<Setting>("settings", read_setting);
-  // Two values for one setting would leave the reader to pick one.
-  std::set<std::pair<std::vector<std::string>, std::string>> seen;
+  // Two values for one setting would leave the reader to pick one; a setting whose
+  // scope runs through another setting ({"nccl"} "algo" and {"nccl", "algo", ...})
+  // has no place in the nested forms (--emit python).
+  std::set<std::vector<std::string>> leaves;
+  std::set<std::vector<std::string>> scopes;
+  for (const Setting& s : d.settings) {
+    for (std::size_t n = 1; n <= s.scope.size(); ++n)
+      scopes.emplace(s.scope.begin(), s.scope.begin() + static_cast<std::ptrdiff_t>(n));
+  }
   for (std::size_t i = 0; i < d.settings.size(); ++i) {
-    if (!seen.emplace(d.settings[i].scope, d.settings[i].key).second)
-      run_json::fail(o.name(), o.path("settings") + "[" + std::to_string(i) + "]",
-                     "a second setting of the same scope and key");
+    std::vector<std::string> leaf = d.settings[i].scope;
+    leaf.push_back(d.settings[i].key);
+    const std::string at = o.path("settings") + "[" + std::to_string(i) + "]";
+    if (scopes.count(leaf) > 0)
+      run_json::fail(o.name(), at, "its key is also the scope of another setting");
+    if (!leaves.insert(std::move(leaf)).second)
+      run_json::fail(o.name(), at, "a second setting of the same scope and key");
   }
   d.absent = o.objects<Absent>("absent", [](const Obj& a) {
     return Absent{a.req<std::string>("section"), a.req<std::string>("why")};

@@ -182,6 +182,10 @@ TEST(TuneJson, MalformedIsOneLineNamingTheField) {
             }).find("a second setting"),
             std::string::npos);
   EXPECT_NE(refused([](auto& j) {
+              j["devices"][0]["settings"][1]["scope"] = {"bert-large", "train", "precision"};
+            }).find("also the scope of another setting"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& j) {
               j["devices"][0]["request"]["headroom"] = 0.95;
             }).find("request.headroom"),
             std::string::npos);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/run_file_reader.h"
 #include "core/text.h"
 #include "tune/emit.h"
 #include "tune/tune_json.h"
@@ -148,10 +149,6 @@ std::string python_of(const ojson& j) {
   }
 }
 
-ojson json_of(const ParamValue& v) {
-  return std::visit([](const auto& x) { return ojson(x); }, v);
-}
-
 // settings[scope[0]][scope[1]]...[key] = value.
 ojson settings_tree(const DeviceTune& d) {
   ojson tree = ojson::object();
@@ -168,7 +165,7 @@ ojson settings_tree(const DeviceTune& d) {
     if (node->contains(s.key))
       throw Error(fmt::format("the tuned result of {} sets {} twice", one_line(d.fingerprint.uuid),
                               one_line(s.key)));
-    (*node)[s.key] = json_of(s.value);
+    (*node)[s.key] = run_json::param_json(s.value);
   }
   return tree;
 }

@@ -16,15 +16,8 @@ namespace {
 using run_json::json;
 using run_json::Obj;
 using run_json::ojson;
-
-template <class T>
-ojson opt(const std::optional<T>& v) {
-  return v ? ojson(*v) : ojson(nullptr);
-}
-
-ojson to_json(const ParamValue& p) {
-  return std::visit([](const auto& v) { return ojson(v); }, p);
-}
+using run_json::opt;
+using run_json::param_json;
 
 ojson to_json(const Fingerprint& f) {
   return ojson{{"uuid", f.uuid},
@@ -51,7 +44,7 @@ ojson to_json(const TuneRequest& r) {
 ojson to_json(const Evidence& e) {
   ojson params = ojson::object();
   for (const auto& [key, value] : e.parameters)
-    params[key] = to_json(value);
+    params[key] = param_json(value);
   return ojson{{"result_id", e.result_id},
                {"parameters", std::move(params)},
                {"value", e.value},
@@ -64,7 +57,7 @@ ojson to_json(const Setting& s) {
   for (const Evidence& e : s.rests_on)
     rests.push_back(to_json(e));
   return ojson{
-      {"scope", s.scope}, {"key", s.key},       {"value", to_json(s.value)},   {"env", s.env},
+      {"scope", s.scope}, {"key", s.key},       {"value", param_json(s.value)}, {"env", s.env},
       {"why", s.why},     {"caveat", s.caveat}, {"rests_on", std::move(rests)}};
 }
 

@@ -65,6 +65,6 @@ void add_compare_command(CLI::App& app, CliContext& ctx);
 void add_advise_command(CLI::App& app, CliContext& ctx);
 void add_monitor_command(CLI::App& app, CliContext& ctx);
 void add_model_command(CLI::App& app, CliContext& ctx);
-void add_pending_commands(CLI::App& app, CliContext& ctx);
+void add_tune_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace gpuvs::cli

@@ -10,13 +10,15 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench/compute/gemm_runner.h"
 #include "cli/session.h"
 #include "cli/tune_session.h"
+#include "core/host.h"
 #include "core/text.h"
 #include "core/verdict.h"
-#include "bench/compute/gemm_runner.h"
 #include "gpu/probe.h"
 #include "models/trainer.h"
+#include "report/summary.h"
 #include "suite/registry.h"
 #include "tune/cache.h"
 #include "tune/fingerprint.h"
@@ -83,13 +85,22 @@ GemmAsk gemm_ask(const std::string& text) {
   }
   if (!found) throw UsageError(fmt::format("--gemm {}: no GEMM precision {}", text, p));
   switch (ask.precision) {
-    case GemmPrecision::kFp32: ask.comparison = GemmPrecision::kTf32; break;
-    case GemmPrecision::kTf32: ask.comparison = GemmPrecision::kFp32; break;
+    case GemmPrecision::kFp32:
+      ask.comparison = GemmPrecision::kTf32;
+      break;
+    case GemmPrecision::kTf32:
+      ask.comparison = GemmPrecision::kFp32;
+      break;
     case GemmPrecision::kBf16:
-    case GemmPrecision::kFp16: ask.comparison = GemmPrecision::kFp8E4m3; break;
+    case GemmPrecision::kFp16:
+      ask.comparison = GemmPrecision::kFp8E4m3;
+      break;
     case GemmPrecision::kFp8E4m3:
-    case GemmPrecision::kFp8E5m2: ask.comparison = GemmPrecision::kBf16; break;
-    default: break;
+    case GemmPrecision::kFp8E5m2:
+      ask.comparison = GemmPrecision::kBf16;
+      break;
+    default:
+      break;
   }
   return ask;
 }
@@ -98,7 +109,10 @@ class TuneSession {
  public:
   TuneSession(const GlobalOptions& global, const TuneOptions& options, RunFile& run,
               std::filesystem::path path, Progress& progress)
-      : global_(global), options_(options), run_(run), path_(std::move(path)),
+      : global_(global),
+        options_(options),
+        run_(run),
+        path_(std::move(path)),
         progress_(progress) {}
 
   void measure_gpu(int device);
@@ -109,14 +123,11 @@ class TuneSession {
   // nullopt when it failed (the reason is in the run file's errors).
   std::optional<double> model(int device, const models::ModelRunOptions& run,
                               const std::string& label);
-  // The rules' answer so far for one setting of one model and mode.
-  std::optional<ParamValue> answer(int device, const std::string& model, Mode mode,
-                                   const std::string& key);
   void measure_model(int device, const std::string& model, Mode mode);
   void measure_gemms(int device);
   void run_benchmark(std::string_view name, int device, const std::vector<int>& devices);
   void save() { save_run_file(run_, path_); }
-  void step(const std::string& text) { progress_.step(text); }
+  void detail(const std::string& text) { progress_.detail(text); }
 
   const GlobalOptions& global_;
   const TuneOptions& options_;
@@ -127,16 +138,15 @@ class TuneSession {
 
 std::optional<double> TuneSession::model(int device, const models::ModelRunOptions& run,
                                          const std::string& label) {
-  step(fmt::format("GPU {}: {}", device, label));
-  BenchContext ctx{.system = run_.system,
-                   .device = device,
-                   .options = model_options(),
-                   .quick = true,  // the step-time window of the quick pass too
-                   .clock = steady_wall_clock(),
-                   .devices = {device},
-                   .progress = [&](const std::string& detail) {
-                     step(fmt::format("GPU {}: {}: {}", device, label, detail));
-                   }};
+  detail(label);
+  BenchContext ctx{
+      .system = run_.system,
+      .device = device,
+      .options = model_options(),
+      .quick = true,  // the step-time window of the quick pass too
+      .clock = steady_wall_clock(),
+      .devices = {device},
+      .progress = [&](const std::string& detail) { this->detail(label + ": " + detail); }};
   try {
     std::vector<Result> results = models::run_configured(run, ctx);
     std::optional<double> rate;
@@ -149,23 +159,13 @@ std::optional<double> TuneSession::model(int device, const models::ModelRunOptio
     return rate;
   } catch (const Error& e) {
     run_.errors.push_back({fmt::format("tune {} on GPU {}", label, device), e.what()});
+    detail(label + ": failed: " + e.what());
     save();
     // A lost GPU (a sticky CUDA error: the context is gone) fails everything after it:
     // stop here, keep what was measured. Out of memory is not sticky.
     if (cudaSetDevice(device) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) throw;
     return std::nullopt;
   }
-}
-
-std::optional<ParamValue> TuneSession::answer(int device, const std::string& model, Mode mode,
-                                              const std::string& key) {
-  const tune::DeviceTune t = tune::recommend(run_, device, options_.request);
-  for (const tune::Setting& s : t.settings) {
-    if (s.scope.size() == 2 && s.scope[0] == model && s.scope[1] == models::to_string(mode) &&
-        s.key == key)
-      return s.value;
-  }
-  return std::nullopt;
 }
 
 void TuneSession::measure_model(int device, const std::string& name, Mode mode) {
@@ -175,8 +175,10 @@ void TuneSession::measure_model(int device, const std::string& name, Mode mode) 
   base.config.model = name;
   base.config.mode = mode;
   base.config.batch = b0;
-  const std::string what = fmt::format("{} {}", models::model_display_name(name),
-                                       models::to_string(mode));
+  const std::string what =
+      fmt::format("{} {}", models::model_display_name(name), models::to_string(mode));
+  progress_.step(fmt::format("{} on GPU {} ({})", what, device,
+                             short_gpu_name(run_.system.gpus.at(device).name)));
 
   // 1. Every precision at the common batch.
   for (Precision p : precisions_for(name, quick)) {
@@ -184,10 +186,13 @@ void TuneSession::measure_model(int device, const std::string& name, Mode mode) 
     run.config.precision = p;
     model(device, run, fmt::format("{} {}, batch {}", what, models::to_string(p), b0));
   }
+  // The rules' choice so far (tune/recommend.h); bf16 where they have none.
+  const std::string mode_name(models::to_string(mode));
   Precision chosen = Precision::kBf16;
-  if (const auto v = answer(device, name, mode, "precision"); v && std::holds_alternative<std::string>(*v)) {
-    if (const auto p = models::precision_from_string(std::get<std::string>(*v))) chosen = *p;
-  }
+  const tune::Recommendations precision = tune::recommend_precision(run_, device, name, mode_name);
+  if (const ParamValue* v = precision.value_of("precision"))
+    if (const auto* text = std::get_if<std::string>(v))
+      if (const auto p = models::precision_from_string(*text)) chosen = *p;
   base.config.precision = chosen;
   const std::string at = fmt::format("{} {}", what, models::to_string(chosen));
 
@@ -226,8 +231,10 @@ void TuneSession::measure_model(int device, const std::string& name, Mode mode) 
 
   // 4. CUDA graph off at the knee (the smallest batch within 3 % of the best).
   int knee = b0;
-  if (const auto v = answer(device, name, mode, "batch_knee"))
-    if (const auto* b = std::get_if<int64_t>(&*v)) knee = static_cast<int>(*b);
+  const tune::Recommendations batch = tune::recommend_batch(
+      run_, device, name, mode_name, models::to_string(chosen), options_.request.headroom);
+  if (const ParamValue* v = batch.value_of("batch_knee"))
+    if (const auto* b = std::get_if<int64_t>(v)) knee = static_cast<int>(*b);
   {
     models::ModelRunOptions run = base;
     run.config.batch = knee;
@@ -256,7 +263,7 @@ void TuneSession::measure_model(int device, const std::string& name, Mode mode) 
 void TuneSession::measure_gemms(int device) {
   for (const std::string& text : options_.request.gemm_shapes) {
     const GemmAsk g = gemm_ask(text);
-    step(fmt::format("GPU {}: GEMM {}", device, text));
+    progress_.step(fmt::format("GEMM {} on GPU {}", text, device));
     GemmBenchOptions o;
     o.standard = g.shape;
     o.search_best = false;
@@ -282,9 +289,9 @@ void TuneSession::run_benchmark(std::string_view name, int device,
                                 const std::vector<int>& devices) {
   const std::vector<std::string> names = {std::string(name)};
   const BenchmarkInfo* bench = select_benchmarks(names).front();
-  step(fmt::format("{} on {}", name,
-                   devices.size() > 1 ? fmt::format("{} GPUs", devices.size())
-                                      : fmt::format("GPU {}", device)));
+  progress_.step(fmt::format(
+      "{} on {}", name,
+      devices.size() > 1 ? fmt::format("{} GPUs", devices.size()) : fmt::format("GPU {}", device)));
   comm::CollectiveOptions collectives;
   BenchContext ctx{.system = run_.system,
                    .device = device,
@@ -294,7 +301,7 @@ void TuneSession::run_benchmark(std::string_view name, int device,
                    .devices = devices,
                    .collectives = &collectives,
                    .comm_record = &run_.comm,
-                   .progress = [&](const std::string& d) { step(std::string(name) + ": " + d); }};
+                   .progress = [&](const std::string& d) { detail(d); }};
   try {
     for (Result& r : bench->run(ctx))
       run_.results.push_back(std::move(r));
@@ -321,7 +328,7 @@ void TuneSession::measure_links(const std::vector<int>& devices) {
 ExitCode run_tune(const GlobalOptions& global, const TuneOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::filesystem::path cache_dir =
-      options.cache_dir ? *options.cache_dir : tune::default_cache_dir(tune::process_env());
+      tune::default_cache_dir(options.cache_dir, tune::process_environment());
   SystemInfo system = probe_system();  // CannotRunError (exit 3) without a GPU
   const std::vector<int> devices =
       parse_gpu_list(options.gpu_list, static_cast<int>(system.gpus.size()));
@@ -337,10 +344,12 @@ ExitCode run_tune(const GlobalOptions& global, const TuneOptions& options) {
       continue;
     }
     const tune::Lookup found = tune::lookup(cache_dir, fp, options.request);
-    if (found.entry) {
+    if (found.kind == tune::Lookup::Kind::kHit) {
+      notes.push_back(fmt::format("GPU {}: answered from the cache {} (measured {})", d,
+                                  found.file.string(), found.entry->created_at));
       doc.devices.push_back(*found.entry);
     } else {
-      if (!found.why.empty()) notes.push_back(fmt::format("GPU {}: {}", d, found.why));
+      notes.push_back(fmt::format("GPU {}: {}: measuring", d, tune::describe(found)));
       to_measure.push_back(d);
     }
   }
@@ -352,8 +361,14 @@ ExitCode run_tune(const GlobalOptions& global, const TuneOptions& options) {
     run.system = system;
     const std::filesystem::path path = run_file_path(global, "tune", run.meta);
     save_run_file(run, path);
-    Progress progress(global);
-    TuneSession session(global, options, run, path, progress);
+    // One step per model and mode, GEMM shape, host link and (two GPUs or more) the
+    // NCCL study on each GPU; each configuration measured is a detail.
+    const int per_gpu = static_cast<int>(options.request.models.size()) * 2 +
+                        static_cast<int>(options.request.gemm_shapes.size()) + 1;
+    const std::unique_ptr<Progress> progress = make_progress(global);
+    progress->begin(per_gpu * static_cast<int>(to_measure.size()) +
+                    (to_measure.size() > 1 ? 1 : 0));
+    TuneSession session(global, options, run, path, *progress);
     bool lost = false;
     for (int d : to_measure) {
       try {
@@ -372,7 +387,7 @@ ExitCode run_tune(const GlobalOptions& global, const TuneOptions& options) {
     }
     run.meta.finished_at = utc_now_iso8601();
     save_run_file(run, path);
-    progress.done();
+    progress->done();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (int d : to_measure) {
@@ -389,9 +404,9 @@ ExitCode run_tune(const GlobalOptions& global, const TuneOptions& options) {
       if (run.errors.empty()) {
         if (auto warning = tune::save(cache_dir, t)) notes.push_back(*warning);
       } else {
-        notes.push_back(fmt::format(
-            "GPU {}: not cached: {} step(s) failed (the run file lists them)", d,
-            run.errors.size()));
+        notes.push_back(
+            fmt::format("GPU {}: not cached: {} step(s) failed (the run file lists them)", d,
+                        run.errors.size()));
       }
       doc.devices.push_back(std::move(t));
     }

@@ -24,6 +24,8 @@ inline constexpr std::size_t kMaxRunFileBytes = std::size_t{256} << 20;
 inline constexpr std::size_t kMaxCatalogueBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kMaxClaimsBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxPricesBytes = std::size_t{1} << 20;
+// A `gpuvs tune` result (docs/tune.md): a cache entry or a --show file.
+inline constexpr std::size_t kMaxTuneFileBytes = std::size_t{1} << 20;
 
 // The whole file at `path`, named `name` in messages. `what` names the kind of file
 // in them: "<name>: file is larger than 1 MiB, the limit for a claims file".

@@ -20,6 +20,7 @@
 #include "core/run_file.h"
 
 #include <cstdint>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
@@ -273,6 +274,22 @@ void check_schema(const json& doc, std::string_view name) {
 
 }  // namespace
 
+namespace run_json {
+
+json parse_json_document(std::string_view text, std::string_view name) {
+  if (text.empty()) fail(name, "", "not valid JSON at byte 0: the file is empty");
+  // JSON text has no NUL outside a string's \u0000; readers that stop at one would
+  // see another file than the one checked here.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
+    fail(name, "", fmt::format("not valid JSON at byte {}: a NUL byte", nul));
+  DomBuilder dom;
+  if (!json::sax_parse(text.begin(), text.end(), &dom))
+    fail(name, "", dom.error.empty() ? "not valid JSON" : dom.error);
+  return std::move(dom.root);
+}
+
+}  // namespace run_json
+
 std::string_view to_string(Status s) {
   switch (s) {
     case Status::kOk:
@@ -302,17 +319,9 @@ std::string to_json_text(const RunFile& run) {
 }
 
 RunFile parse_run_file(std::string_view text, std::string_view name) {
-  if (text.empty()) run_json::fail(name, "", "not valid JSON at byte 0: the file is empty");
-  // JSON text has no NUL outside a string's \u0000; readers that stop at one would
-  // see another file than the one checked here.
-  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
-    run_json::fail(name, "", fmt::format("not valid JSON at byte {}: a NUL byte", nul));
-  DomBuilder dom;
-  if (!json::sax_parse(text.begin(), text.end(), &dom)) {
-    run_json::fail(name, "", dom.error.empty() ? "not valid JSON" : dom.error);
-  }
-  check_schema(dom.root, name);
-  return run_json::run_from_json(dom.root, name);
+  const json doc = run_json::parse_json_document(text, name);
+  check_schema(doc, name);
+  return run_json::run_from_json(doc, name);
 }
 
 RunFile load_run_file(const std::filesystem::path& path) {

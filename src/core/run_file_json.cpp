@@ -33,15 +33,6 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-template <class T>
-ojson opt(const std::optional<T>& v) {
-  return v ? ojson(*v) : ojson(nullptr);
-}
-
-ojson to_json(const ParamValue& p) {
-  return std::visit([](const auto& v) { return ojson(v); }, p);
-}
-
 ojson to_json(const GpuInfo& g) {
   ojson links = ojson::array();
   for (const NvLinkInfo& l : g.nvlinks) {
@@ -97,7 +88,7 @@ ojson to_json(const SystemInfo& s) {
 ojson to_json(const Result& r) {
   ojson params = ojson::object();
   for (const auto& [key, value] : r.parameters)
-    params[key] = to_json(value);
+    params[key] = param_json(value);
   ojson timing = nullptr;
   if (r.timing) {
     const Timing& t = *r.timing;

@@ -26,6 +26,11 @@ nlohmann::ordered_json run_to_json(const RunFile& run);
 
 RunFile run_from_json(const nlohmann::json& doc, std::string_view name);
 
+// JSON text of a file gpuvs reads (run files, tune files) as a document: step 1 of
+// parse_run_file (run_file.cpp), with its limits: no NUL byte, nesting at most 64
+// levels, no duplicate key. Throws UsageError "<name>: not valid JSON at byte N: ...".
+nlohmann::json parse_json_document(std::string_view text, std::string_view name);
+
 // Appends `.key` to a field path, or `["key"]` (escaped, shortened) when the key is
 // not a plain identifier, so that a key holding a newline or 2 MB cannot break the
 // one-line message.

@@ -19,11 +19,6 @@ namespace gpuvs::run_json {
 
 namespace {
 
-template <class T>
-ojson opt(const std::optional<T>& v) {
-  return v ? ojson(*v) : ojson(nullptr);
-}
-
 ojson opt_dist(const std::optional<UtilDistribution>& d) {
   if (!d) return nullptr;
   return ojson{{"mean", d->mean}, {"p95", d->p95}};

@@ -26,6 +26,21 @@ namespace gpuvs::run_json {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
+// ---------------------------------------------------------------- writing
+
+// An optional field: its value, or null when empty.
+template <class T>
+ojson opt(const std::optional<T>& v) {
+  return v ? ojson(*v) : ojson(nullptr);
+}
+
+// A parameter in its own JSON type, so that it reads back as the same alternative.
+inline ojson param_json(const ParamValue& p) {
+  return std::visit([](const auto& v) { return ojson(v); }, p);
+}
+
+// ---------------------------------------------------------------- reading
+
 // The JSON kind of a value as messages name it: "got string", "got integer" ...
 inline std::string_view kind_of(const json& v) {
   switch (v.type()) {

@@ -61,15 +61,6 @@ TEST(Cli, UnknownCommandOrFlagIsAUsageError) {
   EXPECT_EQ(run_gpuvs("bench --time-cap -1").code, 2);
 }
 
-TEST(Cli, CommandsNotBuiltYetSaySoAndExit2) {
-  for (const char* cmd : {"tune"}) {
-    const Outcome o = run_gpuvs(cmd);
-    EXPECT_EQ(o.code, 2) << cmd;
-    EXPECT_NE(o.err.find("not built yet"), std::string::npos) << cmd << ": " << o.err;
-    EXPECT_TRUE(o.out.empty()) << cmd;
-  }
-}
-
 std::string out_dir() {
   return (std::filesystem::temp_directory_path() / ("gpuvs_cli_out_" + std::to_string(::getpid())))
       .string();

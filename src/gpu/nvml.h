@@ -24,6 +24,7 @@ namespace gpuvs::nvml {
 
 class Library;
 class GpmSample;
+class EventSet;
 
 struct PciInfo {
   std::string bus_id;          // as NVML reports it, "00000000:19:00.0"
@@ -55,6 +56,25 @@ struct GpmMetricValue {
   GpmMetricId id = 0;
   Return status = kErrorUnknown;
   std::optional<double> value;
+};
+
+// nvmlDeviceGetRemappedRows: rows remapped (recorded in the InfoROM) by cause, whether
+// a remapping waits for the next GPU reset, and whether one ever failed.
+struct RemappedRows {
+  unsigned int corrected = 0;    // rows remapped for correctable errors
+  unsigned int uncorrected = 0;  // rows remapped for uncorrectable errors
+  bool pending = false;
+  bool failure = false;
+};
+
+// nvmlDeviceGetRowRemapperHistogram: how many memory banks have all, many, some, few
+// or none of their spare rows left.
+struct RowRemapHistogram {
+  unsigned int max = 0;
+  unsigned int high = 0;
+  unsigned int partial = 0;
+  unsigned int low = 0;
+  unsigned int none = 0;
 };
 
 // One GPU as NVML knows it. An invalid Device (library unavailable, no such GPU, no
@@ -89,6 +109,22 @@ class Device {
   std::optional<unsigned long long> clock_event_reasons() const;
   std::optional<Utilization> utilization() const;
 
+  // Health counters (nvml_health.cpp). nullopt where the GPU or driver does not
+  // report them (page retirement is replaced by row remapping from Ampere on).
+  std::optional<unsigned long long> ecc_errors(MemoryErrorType type, EccCounterType counter) const;
+  std::optional<unsigned int> retired_pages(PageRetirementCause cause) const;
+  std::optional<bool> retired_pages_pending() const;
+  std::optional<RemappedRows> remapped_rows() const;
+  std::optional<RowRemapHistogram> row_remap_histogram() const;
+  std::optional<unsigned int> pcie_replay_count() const;
+  std::optional<unsigned long long> nvlink_errors(unsigned int link,
+                                                  NvLinkErrorCounter counter) const;
+  std::optional<bool> persistence_mode() const;
+  std::optional<int> temperature_threshold_c(TemperatureThreshold threshold) const;
+
+  // The same GPU (NVML hands out one handle per GPU).
+  bool operator==(const Device& other) const { return handle_ == other.handle_; }
+
   // GPM (Hopper and newer). nullopt when the question cannot be asked (no device,
   // a driver without nvmlGpmQueryDeviceSupport, the query failed: see `status`).
   std::optional<bool> gpm_supported(Return* status = nullptr) const;
@@ -100,6 +136,7 @@ class Device {
 
  private:
   friend class Library;
+  friend class EventSet;
   Device(const Library* library, DeviceHandle handle) : library_(library), handle_(handle) {}
 
   const Library* library_ = nullptr;
@@ -133,6 +170,13 @@ class Library {
   // nvmlErrorString, or "NVML error N" without it. Never throws.
   std::string error_text(Return code) const { return error_string(code); }
 
+  // An event set (nvmlEventSetCreate); invalid where the driver has no events, with
+  // the code in `status` when given.
+  EventSet event_set(Return* status = nullptr) const;
+
+  // The resolved entry points (nvml_symbols.h); null where a symbol is missing.
+  struct Symbols;
+
   // A GPM sample buffer (nvmlGpmSampleAlloc); invalid when allocation failed or the
   // driver has no GPM, with the code in `status` when given.
   GpmSample gpm_sample_alloc(Return* status = nullptr) const;
@@ -148,7 +192,7 @@ class Library {
  private:
   friend class GpmSample;
   friend class Device;
-  struct Symbols;  // the resolved entry points (nvml.cpp); null where a symbol is missing
+  friend class EventSet;
   std::string error_string(Return code) const;
 
   void* handle_ = nullptr;  // from dlopen
@@ -187,6 +231,50 @@ class GpmSample {
 
   const Library* library_ = nullptr;
   GpmSampleHandle handle_ = nullptr;
+};
+
+// One event that nvmlEventSetWait_v2 delivered.
+struct Event {
+  Device device;
+  unsigned long long type = 0;  // kEventType* bit
+  unsigned long long data = 0;  // the Xid for kEventTypeXidCriticalError
+};
+
+// Owns one nvmlEventSet_t (RAII: nvmlEventSetFree on destruction). Movable, not
+// copyable; must not outlive its Library.
+class EventSet {
+ public:
+  EventSet() = default;
+  ~EventSet() { reset(); }
+  EventSet(const EventSet&) = delete;
+  EventSet& operator=(const EventSet&) = delete;
+  EventSet(EventSet&& other) noexcept
+      : library_(std::exchange(other.library_, nullptr)),
+        handle_(std::exchange(other.handle_, nullptr)) {}
+  EventSet& operator=(EventSet&& other) noexcept {
+    if (this != &other) {
+      reset();
+      library_ = std::exchange(other.library_, nullptr);
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+
+  bool valid() const { return library_ != nullptr && handle_ != nullptr; }
+  // nvmlDeviceRegisterEvents: NVML's code (kErrorNotSupported where the GPU cannot
+  // deliver those events, kErrorFunctionNotFound for a driver without them).
+  Return add(const Device& device, unsigned long long types);
+  // nvmlEventSetWait_v2: kSuccess with `event` filled, kErrorTimeout when nothing came
+  // within `timeout_ms` (or a signal ended the wait early), another code on failure.
+  Return wait(unsigned int timeout_ms, Event& event);
+  void reset();
+
+ private:
+  friend class Library;
+  EventSet(const Library* library, EventSetHandle handle) : library_(library), handle_(handle) {}
+
+  const Library* library_ = nullptr;
+  EventSetHandle handle_ = nullptr;
 };
 
 // The names tried by default, in order: the runtime soname, then the development link.

@@ -134,6 +134,7 @@ int run_cli(int argc, char** argv) {
   add_advise_command(app, ctx);
   add_monitor_command(app, ctx);
   add_model_command(app, ctx);
+  add_check_command(app, ctx);
   add_pending_commands(app, ctx);
 
   try {

@@ -63,6 +63,7 @@ void add_compare_command(CLI::App& app, CliContext& ctx);
 void add_advise_command(CLI::App& app, CliContext& ctx);
 void add_monitor_command(CLI::App& app, CliContext& ctx);
 void add_model_command(CLI::App& app, CliContext& ctx);
+void add_check_command(CLI::App& app, CliContext& ctx);
 void add_pending_commands(CLI::App& app, CliContext& ctx);
 
 }  // namespace gpuvs::cli

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "gpu/nvml.h"
 
 namespace gpuvs::check {
 
@@ -55,20 +56,9 @@ struct Counters {
   std::vector<NvLinkCounters> nvlinks;  // one per link the GPU has, in link order
 };
 
-struct RemapReading {
-  unsigned int corrected = 0;
-  unsigned int uncorrected = 0;
-  bool pending = false;
-  bool failure = false;
-};
-
-struct RemapHistogram {
-  unsigned int max = 0;
-  unsigned int high = 0;
-  unsigned int partial = 0;
-  unsigned int low = 0;
-  unsigned int none = 0;
-};
+// NVML's own records of the row remapper (gpu/nvml.h: plain structs).
+using RemapReading = nvml::RemappedRows;
+using RemapHistogram = nvml::RowRemapHistogram;
 
 struct LinkState {
   unsigned int link = 0;

@@ -38,10 +38,8 @@ void read_state(const nvml::Device& d, GpuReadings& g) {
   g.retired_pages_sbe = d.retired_pages(nvml::kRetiredMultipleSingleBit);
   g.retired_pages_dbe = d.retired_pages(nvml::kRetiredDoubleBit);
   g.retired_pages_pending = d.retired_pages_pending();
-  if (std::optional<nvml::RemappedRows> r = d.remapped_rows())
-    g.remap = RemapReading{r->corrected, r->uncorrected, r->pending, r->failure};
-  if (std::optional<nvml::RowRemapHistogram> h = d.row_remap_histogram())
-    g.remap_histogram = RemapHistogram{h->max, h->high, h->partial, h->low, h->none};
+  g.remap = d.remapped_rows();
+  g.remap_histogram = d.row_remap_histogram();
   g.pcie_gen = d.pcie_gen_current();
   g.pcie_gen_max = d.pcie_gen_max();
   g.pcie_width = d.pcie_width_current();

@@ -445,11 +445,8 @@ std::optional<std::vector<GpmMetricValue>> Library::gpm_metrics(const GpmSample&
   return values;
 }
 
-void GpmSample::reset() {
-  if (valid() && library_->sym_->gpm_sample_free != nullptr)
-    library_->sym_->gpm_sample_free(handle_);
-  library_ = nullptr;
-  handle_ = nullptr;
+void free_gpm_sample(const Library* library, GpmSampleHandle handle) {
+  if (library->sym_->gpm_sample_free != nullptr) library->sym_->gpm_sample_free(handle);
 }
 
 // ---- process-wide library ------------------------------------------------------------

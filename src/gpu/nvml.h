@@ -190,9 +190,10 @@ class Library {
                                                          Return* status = nullptr) const;
 
  private:
-  friend class GpmSample;
   friend class Device;
   friend class EventSet;
+  friend void free_gpm_sample(const Library* library, GpmSampleHandle handle);
+  friend void free_event_set(const Library* library, EventSetHandle handle);
   std::string error_string(Return code) const;
 
   void* handle_ = nullptr;  // from dlopen
@@ -201,18 +202,22 @@ class Library {
   std::unique_ptr<Symbols> sym_;
 };
 
-// Owns one nvmlGpmSample_t (RAII: nvmlGpmSampleFree on destruction). Movable, not
-// copyable; must not outlive its Library.
-class GpmSample {
+void free_gpm_sample(const Library* library, GpmSampleHandle handle);  // nvmlGpmSampleFree
+void free_event_set(const Library* library, EventSetHandle handle);    // nvmlEventSetFree
+
+// A handle NVML allocated for one Library, released with `Release` on destruction
+// (RAII). Movable, not copyable; must not outlive its Library.
+template <class Handle, void (*Release)(const Library*, Handle)>
+class LibraryResource {
  public:
-  GpmSample() = default;
-  ~GpmSample() { reset(); }
-  GpmSample(const GpmSample&) = delete;
-  GpmSample& operator=(const GpmSample&) = delete;
-  GpmSample(GpmSample&& other) noexcept
+  LibraryResource() = default;
+  ~LibraryResource() { reset(); }
+  LibraryResource(const LibraryResource&) = delete;
+  LibraryResource& operator=(const LibraryResource&) = delete;
+  LibraryResource(LibraryResource&& other) noexcept
       : library_(std::exchange(other.library_, nullptr)),
         handle_(std::exchange(other.handle_, nullptr)) {}
-  GpmSample& operator=(GpmSample&& other) noexcept {
+  LibraryResource& operator=(LibraryResource&& other) noexcept {
     if (this != &other) {
       reset();
       library_ = std::exchange(other.library_, nullptr);
@@ -222,15 +227,31 @@ class GpmSample {
   }
 
   bool valid() const { return library_ != nullptr && handle_ != nullptr; }
-  GpmSampleHandle handle() const { return handle_; }
-  void reset();  // frees the buffer; the sample becomes invalid
+  Handle handle() const { return handle_; }
+  // Releases the handle; the resource becomes invalid.
+  void reset() {
+    if (valid()) Release(library_, handle_);
+    library_ = nullptr;
+    handle_ = nullptr;
+  }
+
+ protected:
+  LibraryResource(const Library* library, Handle handle) : library_(library), handle_(handle) {}
+  const Library* library() const { return library_; }
+
+ private:
+  const Library* library_ = nullptr;
+  Handle handle_ = nullptr;
+};
+
+// Owns one nvmlGpmSample_t (nvmlGpmSampleFree on destruction).
+class GpmSample : public LibraryResource<GpmSampleHandle, free_gpm_sample> {
+ public:
+  GpmSample() = default;
 
  private:
   friend class Library;
-  GpmSample(const Library* library, GpmSampleHandle handle) : library_(library), handle_(handle) {}
-
-  const Library* library_ = nullptr;
-  GpmSampleHandle handle_ = nullptr;
+  GpmSample(const Library* library, GpmSampleHandle handle) : LibraryResource(library, handle) {}
 };
 
 // One event that nvmlEventSetWait_v2 delivered.
@@ -240,41 +261,21 @@ struct Event {
   unsigned long long data = 0;  // the Xid for kEventTypeXidCriticalError
 };
 
-// Owns one nvmlEventSet_t (RAII: nvmlEventSetFree on destruction). Movable, not
-// copyable; must not outlive its Library.
-class EventSet {
+// Owns one nvmlEventSet_t (nvmlEventSetFree on destruction).
+class EventSet : public LibraryResource<EventSetHandle, free_event_set> {
  public:
   EventSet() = default;
-  ~EventSet() { reset(); }
-  EventSet(const EventSet&) = delete;
-  EventSet& operator=(const EventSet&) = delete;
-  EventSet(EventSet&& other) noexcept
-      : library_(std::exchange(other.library_, nullptr)),
-        handle_(std::exchange(other.handle_, nullptr)) {}
-  EventSet& operator=(EventSet&& other) noexcept {
-    if (this != &other) {
-      reset();
-      library_ = std::exchange(other.library_, nullptr);
-      handle_ = std::exchange(other.handle_, nullptr);
-    }
-    return *this;
-  }
 
-  bool valid() const { return library_ != nullptr && handle_ != nullptr; }
   // nvmlDeviceRegisterEvents: NVML's code (kErrorNotSupported where the GPU cannot
   // deliver those events, kErrorFunctionNotFound for a driver without them).
   Return add(const Device& device, unsigned long long types);
   // nvmlEventSetWait_v2: kSuccess with `event` filled, kErrorTimeout when nothing came
   // within `timeout_ms` (or a signal ended the wait early), another code on failure.
   Return wait(unsigned int timeout_ms, Event& event);
-  void reset();
 
  private:
   friend class Library;
-  EventSet(const Library* library, EventSetHandle handle) : library_(library), handle_(handle) {}
-
-  const Library* library_ = nullptr;
-  EventSetHandle handle_ = nullptr;
+  EventSet(const Library* library, EventSetHandle handle) : LibraryResource(library, handle) {}
 };
 
 // The names tried by default, in order: the runtime soname, then the development link.

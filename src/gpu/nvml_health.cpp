@@ -121,24 +121,22 @@ EventSet Library::event_set(Return* status) const {
 
 Return EventSet::add(const Device& device, unsigned long long types) {
   if (!valid() || !device.valid()) return kErrorUninitialized;
-  return library_->sym_->device_register_events(device.handle_, types, handle_);
+  return library()->sym_->device_register_events(device.handle_, types, handle());
 }
 
 Return EventSet::wait(unsigned int timeout_ms, Event& event) {
   if (!valid()) return kErrorUninitialized;
   RawEventData raw{};
-  const Return rc = library_->sym_->event_set_wait_v2(handle_, &raw, timeout_ms);
+  const Return rc = library()->sym_->event_set_wait_v2(handle(), &raw, timeout_ms);
   if (rc != kSuccess) return rc;
-  event.device = Device(library_, raw.device);
+  event.device = Device(library(), raw.device);
   event.type = raw.eventType;
   event.data = raw.eventData;
   return kSuccess;
 }
 
-void EventSet::reset() {
-  if (valid()) library_->sym_->event_set_free(handle_);
-  library_ = nullptr;
-  handle_ = nullptr;
+void free_event_set(const Library* library, EventSetHandle handle) {
+  library->sym_->event_set_free(handle);
 }
 
 }  // namespace gpuvs::nvml

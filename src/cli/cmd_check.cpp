@@ -78,7 +78,9 @@ void run_check(const CheckArgs& args, const check::Level& level, CliContext& ctx
   report.started_at = meta.started_at;
   check::run_level(level, library, request, report);
 
-  const std::string json = check::to_json(report).dump(2) + "\n";
+  // NVML's strings (names, UUIDs) are not checked to be UTF-8: replace what is not.
+  const std::string json =
+      check::to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (ctx.global.json)
     print_text(stdout, "{}", json);
   else

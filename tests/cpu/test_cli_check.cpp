@@ -221,6 +221,17 @@ TEST_F(CliCheck, PrometheusFileAndCheckFile) {
   EXPECT_EQ(files, 1);
 }
 
+TEST_F(CliCheck, HostileNamesFromNvmlAreEscaped) {
+  json s = node(1);
+  s["gpus"][0]["name"] = "NVIDIA H200\x1b[2J\r";
+  const CliOutcome o = check(s);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find('\r'), std::string::npos) << o.out;
+  const json doc = document(s);
+  EXPECT_EQ(doc["gpus"][0]["name"], "NVIDIA H200\x1b[2J\r");
+}
+
 TEST_F(CliCheck, NoNvmlIsExit3) {
   ::setenv("GPUVS_NVML_LIBRARY", "/nonexistent/gpuvs-test/libnvidia-ml.so.1", 1);
   const CliOutcome o = gpuvs_test::run_gpuvs("check");

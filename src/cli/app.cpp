@@ -139,6 +139,7 @@ int run_cli(int argc, char** argv) {
   add_monitor_command(app, ctx);
   add_model_command(app, ctx);
   add_tune_command(app, ctx);
+  add_check_command(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -66,5 +66,6 @@ void add_advise_command(CLI::App& app, CliContext& ctx);
 void add_monitor_command(CLI::App& app, CliContext& ctx);
 void add_model_command(CLI::App& app, CliContext& ctx);
 void add_tune_command(CLI::App& app, CliContext& ctx);
+void add_check_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace gpuvs::cli

@@ -3,6 +3,7 @@
 // Each entry point is resolved on its own: a symbol an old driver lacks turns only
 // the getters that need it into std::nullopt.
 #include "gpu/nvml.h"
+#include "gpu/nvml_symbols.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -15,60 +16,7 @@
 
 namespace gpuvs::nvml {
 
-struct Library::Symbols {
-  Return (*init_v2)() = nullptr;
-  Return (*shutdown)() = nullptr;
-  const char* (*error_string)(Return) = nullptr;
-  Return (*device_get_count_v2)(unsigned int*) = nullptr;
-  Return (*device_get_handle_by_index_v2)(unsigned int, DeviceHandle*) = nullptr;
-  Return (*device_get_handle_by_pci_bus_id_v2)(const char*, DeviceHandle*) = nullptr;
-  Return (*device_get_name)(DeviceHandle, char*, unsigned int) = nullptr;
-  Return (*device_get_uuid)(DeviceHandle, char*, unsigned int) = nullptr;
-  Return (*device_get_pci_info_v3)(DeviceHandle, RawPciInfo*) = nullptr;
-  Return (*device_get_clock_info)(DeviceHandle, ClockType, unsigned int*) = nullptr;
-  Return (*device_get_max_clock_info)(DeviceHandle, ClockType, unsigned int*) = nullptr;
-  Return (*device_get_enforced_power_limit)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_power_management_default_limit)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_curr_pcie_link_generation)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_max_pcie_link_generation)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_curr_pcie_link_width)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_max_pcie_link_width)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_ecc_mode)(DeviceHandle, EnableState*, EnableState*) = nullptr;
-  Return (*device_get_mig_mode)(DeviceHandle, unsigned int*, unsigned int*) = nullptr;
-  Return (*device_get_vbios_version)(DeviceHandle, char*, unsigned int) = nullptr;
-  Return (*device_get_nvlink_state)(DeviceHandle, unsigned int, EnableState*) = nullptr;
-  Return (*device_get_nvlink_version)(DeviceHandle, unsigned int, unsigned int*) = nullptr;
-  Return (*device_get_nvlink_remote_pci_info_v2)(DeviceHandle, unsigned int, RawPciInfo*) = nullptr;
-  Return (*device_get_power_usage)(DeviceHandle, unsigned int*) = nullptr;
-  Return (*device_get_total_energy_consumption)(DeviceHandle, unsigned long long*) = nullptr;
-  Return (*device_get_temperature_v)(DeviceHandle, RawTemperatureV1*) = nullptr;
-  Return (*device_get_temperature)(DeviceHandle, TemperatureSensor, unsigned int*) = nullptr;
-  Return (*device_get_current_clocks_event_reasons)(DeviceHandle, unsigned long long*) = nullptr;
-  Return (*device_get_current_clocks_throttle_reasons)(DeviceHandle, unsigned long long*) = nullptr;
-  Return (*device_get_utilization_rates)(DeviceHandle, RawUtilization*) = nullptr;
-  Return (*gpm_query_device_support)(DeviceHandle, RawGpmSupport*) = nullptr;
-  Return (*gpm_sample_alloc)(GpmSampleHandle*) = nullptr;
-  Return (*gpm_sample_free)(GpmSampleHandle) = nullptr;
-  Return (*gpm_sample_get)(DeviceHandle, GpmSampleHandle) = nullptr;
-  Return (*gpm_metrics_get)(RawGpmMetricsGet*) = nullptr;
-  Return (*system_get_driver_version)(char*, unsigned int) = nullptr;
-  Return (*system_get_cuda_driver_version_v2)(int*) = nullptr;
-  Return (*system_get_cuda_driver_version)(int*) = nullptr;
-};
-
 namespace {
-
-template <class F>
-void resolve(void* handle, const char* name, F& out) {
-  // POSIX guarantees that a dlsym result converts to a function pointer.
-  out = reinterpret_cast<F>(dlsym(handle, name));
-}
-
-// Calls an entry point that may be missing; true only on NVML_SUCCESS.
-template <class F, class... Args>
-bool call(F fn, Args... args) {
-  return fn != nullptr && fn(args...) == kSuccess;
-}
 
 std::string from_buffer(const char* buffer, size_t size) {
   return std::string(buffer, strnlen(buffer, size));
@@ -158,6 +106,7 @@ Library::Library(std::vector<std::string> candidates) : sym_(std::make_unique<Sy
   resolve(handle_, "nvmlSystemGetDriverVersion", s.system_get_driver_version);
   resolve(handle_, "nvmlSystemGetCudaDriverVersion_v2", s.system_get_cuda_driver_version_v2);
   resolve(handle_, "nvmlSystemGetCudaDriverVersion", s.system_get_cuda_driver_version);
+  resolve_health_symbols(handle_, s);
 }
 
 Library::~Library() {
@@ -496,11 +445,8 @@ std::optional<std::vector<GpmMetricValue>> Library::gpm_metrics(const GpmSample&
   return values;
 }
 
-void GpmSample::reset() {
-  if (valid() && library_->sym_->gpm_sample_free != nullptr)
-    library_->sym_->gpm_sample_free(handle_);
-  library_ = nullptr;
-  handle_ = nullptr;
+void free_gpm_sample(const Library* library, GpmSampleHandle handle) {
+  if (library->sym_->gpm_sample_free != nullptr) library->sym_->gpm_sample_free(handle);
 }
 
 // ---- process-wide library ------------------------------------------------------------

@@ -24,6 +24,7 @@ namespace gpuvs::nvml {
 
 class Library;
 class GpmSample;
+class EventSet;
 
 struct PciInfo {
   std::string bus_id;          // as NVML reports it, "00000000:19:00.0"
@@ -55,6 +56,25 @@ struct GpmMetricValue {
   GpmMetricId id = 0;
   Return status = kErrorUnknown;
   std::optional<double> value;
+};
+
+// nvmlDeviceGetRemappedRows: rows remapped (recorded in the InfoROM) by cause, whether
+// a remapping waits for the next GPU reset, and whether one ever failed.
+struct RemappedRows {
+  unsigned int corrected = 0;    // rows remapped for correctable errors
+  unsigned int uncorrected = 0;  // rows remapped for uncorrectable errors
+  bool pending = false;
+  bool failure = false;
+};
+
+// nvmlDeviceGetRowRemapperHistogram: how many memory banks have all, many, some, few
+// or none of their spare rows left.
+struct RowRemapHistogram {
+  unsigned int max = 0;
+  unsigned int high = 0;
+  unsigned int partial = 0;
+  unsigned int low = 0;
+  unsigned int none = 0;
 };
 
 // One GPU as NVML knows it. An invalid Device (library unavailable, no such GPU, no
@@ -89,6 +109,22 @@ class Device {
   std::optional<unsigned long long> clock_event_reasons() const;
   std::optional<Utilization> utilization() const;
 
+  // Health counters (nvml_health.cpp). nullopt where the GPU or driver does not
+  // report them (page retirement is replaced by row remapping from Ampere on).
+  std::optional<unsigned long long> ecc_errors(MemoryErrorType type, EccCounterType counter) const;
+  std::optional<unsigned int> retired_pages(PageRetirementCause cause) const;
+  std::optional<bool> retired_pages_pending() const;
+  std::optional<RemappedRows> remapped_rows() const;
+  std::optional<RowRemapHistogram> row_remap_histogram() const;
+  std::optional<unsigned int> pcie_replay_count() const;
+  std::optional<unsigned long long> nvlink_errors(unsigned int link,
+                                                  NvLinkErrorCounter counter) const;
+  std::optional<bool> persistence_mode() const;
+  std::optional<int> temperature_threshold_c(TemperatureThreshold threshold) const;
+
+  // The same GPU (NVML hands out one handle per GPU).
+  bool operator==(const Device& other) const { return handle_ == other.handle_; }
+
   // GPM (Hopper and newer). nullopt when the question cannot be asked (no device,
   // a driver without nvmlGpmQueryDeviceSupport, the query failed: see `status`).
   std::optional<bool> gpm_supported(Return* status = nullptr) const;
@@ -100,6 +136,7 @@ class Device {
 
  private:
   friend class Library;
+  friend class EventSet;
   Device(const Library* library, DeviceHandle handle) : library_(library), handle_(handle) {}
 
   const Library* library_ = nullptr;
@@ -133,6 +170,13 @@ class Library {
   // nvmlErrorString, or "NVML error N" without it. Never throws.
   std::string error_text(Return code) const { return error_string(code); }
 
+  // An event set (nvmlEventSetCreate); invalid where the driver has no events, with
+  // the code in `status` when given.
+  EventSet event_set(Return* status = nullptr) const;
+
+  // The resolved entry points (nvml_symbols.h); null where a symbol is missing.
+  struct Symbols;
+
   // A GPM sample buffer (nvmlGpmSampleAlloc); invalid when allocation failed or the
   // driver has no GPM, with the code in `status` when given.
   GpmSample gpm_sample_alloc(Return* status = nullptr) const;
@@ -146,9 +190,10 @@ class Library {
                                                          Return* status = nullptr) const;
 
  private:
-  friend class GpmSample;
   friend class Device;
-  struct Symbols;  // the resolved entry points (nvml.cpp); null where a symbol is missing
+  friend class EventSet;
+  friend void free_gpm_sample(const Library* library, GpmSampleHandle handle);
+  friend void free_event_set(const Library* library, EventSetHandle handle);
   std::string error_string(Return code) const;
 
   void* handle_ = nullptr;  // from dlopen
@@ -157,18 +202,22 @@ class Library {
   std::unique_ptr<Symbols> sym_;
 };
 
-// Owns one nvmlGpmSample_t (RAII: nvmlGpmSampleFree on destruction). Movable, not
-// copyable; must not outlive its Library.
-class GpmSample {
+void free_gpm_sample(const Library* library, GpmSampleHandle handle);  // nvmlGpmSampleFree
+void free_event_set(const Library* library, EventSetHandle handle);    // nvmlEventSetFree
+
+// A handle NVML allocated for one Library, released with `Release` on destruction
+// (RAII). Movable, not copyable; must not outlive its Library.
+template <class Handle, void (*Release)(const Library*, Handle)>
+class LibraryResource {
  public:
-  GpmSample() = default;
-  ~GpmSample() { reset(); }
-  GpmSample(const GpmSample&) = delete;
-  GpmSample& operator=(const GpmSample&) = delete;
-  GpmSample(GpmSample&& other) noexcept
+  LibraryResource() = default;
+  ~LibraryResource() { reset(); }
+  LibraryResource(const LibraryResource&) = delete;
+  LibraryResource& operator=(const LibraryResource&) = delete;
+  LibraryResource(LibraryResource&& other) noexcept
       : library_(std::exchange(other.library_, nullptr)),
         handle_(std::exchange(other.handle_, nullptr)) {}
-  GpmSample& operator=(GpmSample&& other) noexcept {
+  LibraryResource& operator=(LibraryResource&& other) noexcept {
     if (this != &other) {
       reset();
       library_ = std::exchange(other.library_, nullptr);
@@ -178,15 +227,55 @@ class GpmSample {
   }
 
   bool valid() const { return library_ != nullptr && handle_ != nullptr; }
-  GpmSampleHandle handle() const { return handle_; }
-  void reset();  // frees the buffer; the sample becomes invalid
+  Handle handle() const { return handle_; }
+  // Releases the handle; the resource becomes invalid.
+  void reset() {
+    if (valid()) Release(library_, handle_);
+    library_ = nullptr;
+    handle_ = nullptr;
+  }
+
+ protected:
+  LibraryResource(const Library* library, Handle handle) : library_(library), handle_(handle) {}
+  const Library* library() const { return library_; }
+
+ private:
+  const Library* library_ = nullptr;
+  Handle handle_ = nullptr;
+};
+
+// Owns one nvmlGpmSample_t (nvmlGpmSampleFree on destruction).
+class GpmSample : public LibraryResource<GpmSampleHandle, free_gpm_sample> {
+ public:
+  GpmSample() = default;
 
  private:
   friend class Library;
-  GpmSample(const Library* library, GpmSampleHandle handle) : library_(library), handle_(handle) {}
+  GpmSample(const Library* library, GpmSampleHandle handle) : LibraryResource(library, handle) {}
+};
 
-  const Library* library_ = nullptr;
-  GpmSampleHandle handle_ = nullptr;
+// One event that nvmlEventSetWait_v2 delivered.
+struct Event {
+  Device device;
+  unsigned long long type = 0;  // kEventType* bit
+  unsigned long long data = 0;  // the Xid for kEventTypeXidCriticalError
+};
+
+// Owns one nvmlEventSet_t (nvmlEventSetFree on destruction).
+class EventSet : public LibraryResource<EventSetHandle, free_event_set> {
+ public:
+  EventSet() = default;
+
+  // nvmlDeviceRegisterEvents: NVML's code (kErrorNotSupported where the GPU cannot
+  // deliver those events, kErrorFunctionNotFound for a driver without them).
+  Return add(const Device& device, unsigned long long types);
+  // nvmlEventSetWait_v2: kSuccess with `event` filled, kErrorTimeout when nothing came
+  // within `timeout_ms` (or a signal ended the wait early), another code on failure.
+  Return wait(unsigned int timeout_ms, Event& event);
+
+ private:
+  friend class Library;
+  EventSet(const Library* library, EventSetHandle handle) : LibraryResource(library, handle) {}
 };
 
 // The names tried by default, in order: the runtime soname, then the development link.

@@ -20,6 +20,7 @@ inline constexpr Return kErrorNoPermission = 4;
 inline constexpr Return kErrorNotFound = 6;
 inline constexpr Return kErrorInsufficientSize = 7;
 inline constexpr Return kErrorDriverNotLoaded = 9;
+inline constexpr Return kErrorTimeout = 10;  // nvmlEventSetWait_v2: no event in the time
 inline constexpr Return kErrorLibraryNotFound = 12;
 inline constexpr Return kErrorFunctionNotFound = 13;
 inline constexpr Return kErrorGpuIsLost = 15;
@@ -113,6 +114,68 @@ inline constexpr unsigned int kNvLinkScanLimit = 36;
 struct RawUtilization {
   unsigned int gpu;
   unsigned int memory;
+};
+
+// ---- Health counters (gpuvs check) -----------------------------------------------------
+// Values from NVIDIA's NVML API reference, docs.nvidia.com/deploy/nvml-api/ ("Device
+// Enums", "Event Types", "NvLink Methods", "Device Structs"), and the enums of
+// nvidia.github.io/cuda-python cuda.bindings.nvml (MemoryErrorType, EccCounterType,
+// PageRetirementCause, NvLinkErrorCounter, EventType, Return).
+
+// nvmlMemoryErrorType_t, for nvmlDeviceGetTotalEccErrors.
+using MemoryErrorType = unsigned int;
+inline constexpr MemoryErrorType kMemoryErrorCorrected = 0;    // single bit
+inline constexpr MemoryErrorType kMemoryErrorUncorrected = 1;  // double bit
+
+// nvmlEccCounterType_t: volatile counts since the driver loaded, aggregate over the
+// GPU's life (kept in the InfoROM).
+using EccCounterType = unsigned int;
+inline constexpr EccCounterType kVolatileEcc = 0;
+inline constexpr EccCounterType kAggregateEcc = 1;
+
+// nvmlPageRetirementCause_t, for nvmlDeviceGetRetiredPages.
+using PageRetirementCause = unsigned int;
+inline constexpr PageRetirementCause kRetiredMultipleSingleBit = 0;
+inline constexpr PageRetirementCause kRetiredDoubleBit = 1;
+
+// nvmlNvLinkErrorCounter_t, for nvmlDeviceGetNvLinkErrorCounter.
+using NvLinkErrorCounter = unsigned int;
+inline constexpr NvLinkErrorCounter kNvLinkErrorDlReplay = 0;
+inline constexpr NvLinkErrorCounter kNvLinkErrorDlRecovery = 1;
+inline constexpr NvLinkErrorCounter kNvLinkErrorDlCrcFlit = 2;
+inline constexpr NvLinkErrorCounter kNvLinkErrorDlCrcData = 3;
+
+// nvmlTemperatureThresholds_t, for nvmlDeviceGetTemperatureThreshold.
+using TemperatureThreshold = unsigned int;
+inline constexpr TemperatureThreshold kTemperatureThresholdShutdown = 0;
+inline constexpr TemperatureThreshold kTemperatureThresholdSlowdown = 1;
+inline constexpr TemperatureThreshold kTemperatureThresholdMemMax = 2;
+inline constexpr TemperatureThreshold kTemperatureThresholdGpuMax = 3;
+
+// nvmlRowRemapperHistogramValues_t: banks by how many spare rows they have left.
+struct RawRowRemapperHistogram {
+  unsigned int max;  // every spare row still available
+  unsigned int high;
+  unsigned int partial;
+  unsigned int low;
+  unsigned int none;  // no spare row left
+};
+
+// nvmlEventSet_t: an opaque pointer from nvmlEventSetCreate, freed with
+// nvmlEventSetFree (nvml::EventSet owns one).
+struct EventSetOpaque;
+using EventSetHandle = EventSetOpaque*;
+
+// nvmlEventType bits (unsigned long long masks).
+inline constexpr unsigned long long kEventTypeXidCriticalError = 0x8ULL;
+
+// nvmlEventData_t, filled by nvmlEventSetWait_v2 (32 bytes on LP64).
+struct RawEventData {
+  DeviceHandle device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the Xid for kEventTypeXidCriticalError
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
 };
 
 // ---- GPM (GPU Performance Monitoring, Hopper and newer) ------------------------------

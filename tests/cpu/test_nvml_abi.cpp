@@ -21,6 +21,7 @@ static_assert(n::kErrorNoPermission == NVML_ERROR_NO_PERMISSION);
 static_assert(n::kErrorNotFound == NVML_ERROR_NOT_FOUND);
 static_assert(n::kErrorInsufficientSize == NVML_ERROR_INSUFFICIENT_SIZE);
 static_assert(n::kErrorDriverNotLoaded == NVML_ERROR_DRIVER_NOT_LOADED);
+static_assert(n::kErrorTimeout == NVML_ERROR_TIMEOUT);
 static_assert(n::kErrorLibraryNotFound == NVML_ERROR_LIBRARY_NOT_FOUND);
 static_assert(n::kErrorFunctionNotFound == NVML_ERROR_FUNCTION_NOT_FOUND);
 static_assert(n::kErrorGpuIsLost == NVML_ERROR_GPU_IS_LOST);
@@ -162,6 +163,55 @@ static_assert(n::kGpmMetricCapacity >= NVML_GPM_METRIC_MAX);
 #define GPUVS_ABI_CHECKED_GPM 0
 #endif
 
+// Health counters and events (gpuvs check). The remapper histogram and the MIG
+// fields of nvmlEventData_t arrived with NVML 11 (CUDA 11) headers.
+static_assert(sizeof(nvmlMemoryErrorType_t) == sizeof(n::MemoryErrorType));
+static_assert(n::kMemoryErrorCorrected == NVML_MEMORY_ERROR_TYPE_CORRECTED);
+static_assert(n::kMemoryErrorUncorrected == NVML_MEMORY_ERROR_TYPE_UNCORRECTED);
+static_assert(sizeof(nvmlEccCounterType_t) == sizeof(n::EccCounterType));
+static_assert(n::kVolatileEcc == NVML_VOLATILE_ECC);
+static_assert(n::kAggregateEcc == NVML_AGGREGATE_ECC);
+static_assert(sizeof(nvmlPageRetirementCause_t) == sizeof(n::PageRetirementCause));
+static_assert(n::kRetiredMultipleSingleBit ==
+              NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+static_assert(n::kRetiredDoubleBit == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+static_assert(sizeof(nvmlNvLinkErrorCounter_t) == sizeof(n::NvLinkErrorCounter));
+static_assert(n::kNvLinkErrorDlReplay == NVML_NVLINK_ERROR_DL_REPLAY);
+static_assert(n::kNvLinkErrorDlRecovery == NVML_NVLINK_ERROR_DL_RECOVERY);
+static_assert(n::kNvLinkErrorDlCrcFlit == NVML_NVLINK_ERROR_DL_CRC_FLIT);
+static_assert(n::kNvLinkErrorDlCrcData == NVML_NVLINK_ERROR_DL_CRC_DATA);
+static_assert(sizeof(nvmlTemperatureThresholds_t) == sizeof(n::TemperatureThreshold));
+static_assert(n::kTemperatureThresholdShutdown == NVML_TEMPERATURE_THRESHOLD_SHUTDOWN);
+static_assert(n::kTemperatureThresholdSlowdown == NVML_TEMPERATURE_THRESHOLD_SLOWDOWN);
+static_assert(n::kTemperatureThresholdMemMax == NVML_TEMPERATURE_THRESHOLD_MEM_MAX);
+static_assert(n::kTemperatureThresholdGpuMax == NVML_TEMPERATURE_THRESHOLD_GPU_MAX);
+static_assert(sizeof(nvmlEventSet_t) == sizeof(n::EventSetHandle));
+static_assert(n::kEventTypeXidCriticalError ==
+              static_cast<unsigned long long>(nvmlEventTypeXidCriticalError));
+#if NVML_API_VERSION >= 11
+#define GPUVS_ABI_CHECKED_HEALTH 1
+static_assert(sizeof(nvmlRowRemapperHistogramValues_t) == sizeof(n::RawRowRemapperHistogram));
+static_assert(offsetof(nvmlRowRemapperHistogramValues_t, max) ==
+              offsetof(n::RawRowRemapperHistogram, max));
+static_assert(offsetof(nvmlRowRemapperHistogramValues_t, high) ==
+              offsetof(n::RawRowRemapperHistogram, high));
+static_assert(offsetof(nvmlRowRemapperHistogramValues_t, partial) ==
+              offsetof(n::RawRowRemapperHistogram, partial));
+static_assert(offsetof(nvmlRowRemapperHistogramValues_t, low) ==
+              offsetof(n::RawRowRemapperHistogram, low));
+static_assert(offsetof(nvmlRowRemapperHistogramValues_t, none) ==
+              offsetof(n::RawRowRemapperHistogram, none));
+static_assert(sizeof(nvmlEventData_t) == sizeof(n::RawEventData));
+static_assert(offsetof(nvmlEventData_t, device) == offsetof(n::RawEventData, device));
+static_assert(offsetof(nvmlEventData_t, eventType) == offsetof(n::RawEventData, eventType));
+static_assert(offsetof(nvmlEventData_t, eventData) == offsetof(n::RawEventData, eventData));
+static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == offsetof(n::RawEventData, gpuInstanceId));
+static_assert(offsetof(nvmlEventData_t, computeInstanceId) ==
+              offsetof(n::RawEventData, computeInstanceId));
+#else
+#define GPUVS_ABI_CHECKED_HEALTH 0
+#endif
+
 // Our scan must reach every link the header knows of.
 static_assert(n::kNvLinkScanLimit >= NVML_NVLINK_MAX_LINKS);
 
@@ -171,5 +221,6 @@ TEST(NvmlAbi, MirrorsMatchNvmlHeader) {
   RecordProperty("nvlink_versions_checked", GPUVS_ABI_CHECKED_NVLINK_VERSIONS);
   RecordProperty("temperature_v_checked", GPUVS_ABI_CHECKED_TEMPERATURE_V);
   RecordProperty("gpm_checked", GPUVS_ABI_CHECKED_GPM);
+  RecordProperty("health_checked", GPUVS_ABI_CHECKED_HEALTH);
   EXPECT_EQ(sizeof(nvmlPciInfo_t), 68u);
 }

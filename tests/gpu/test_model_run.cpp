@@ -133,10 +133,11 @@ int check_batch_search(const ModelConfig& config) {
   EXPECT_LE(r.recommended_batch, r.max_batch);
   // One line per candidate, then the answer.
   EXPECT_EQ(seen.size(), r.probes.size() + 1);
-  ASSERT_FALSE(seen.empty());
-  EXPECT_NE(seen.back().find("recommended " + std::to_string(r.recommended_batch)),
-            std::string::npos)
-      << seen.back();
+  if (!seen.empty()) {
+    EXPECT_NE(seen.back().find("recommended " + std::to_string(r.recommended_batch)),
+              std::string::npos)
+        << seen.back();
+  }
   ModelConfig rec_config = config;
   rec_config.batch = r.recommended_batch;
   const FitProbe rec = try_fit(rec_config, 0);

@@ -1,0 +1,125 @@
+// `gpuvs check [--level N] [--gpu LIST] [--xid-window S] [--prometheus FILE]`: a
+// verdict per GPU (pass / warn / fail, with the reason of every test) an admin can
+// script: exit 0 every GPU passes, 1 any fails, 4 only warnings, 3 could not run
+// (docs/check.md). Level 1 reads NVML alone, never CUDA, so it runs in a build
+// without CUDA and beside a job that holds the GPU. Levels are a table
+// (check/levels.h): a level not registered in this build says so and exits 2.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "check/levels.h"
+#include "check/output.h"
+#include "cli/app.h"
+#include "cli/options.h"
+#include "core/atomic_file.h"
+#include "core/text.h"
+#include "gpu/nvml.h"
+
+namespace gpuvs::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CheckArgs {
+  int level = 1;
+  std::string gpus;
+  double xid_window_s = 1.0;
+  std::string prometheus;
+};
+
+std::string registered_levels() {
+  std::string out;
+  for (const check::Level& l : check::levels())
+    out += (out.empty() ? "" : ", ") + fmt::format("{}", l.number);
+  return out;
+}
+
+// Everything about the command line, before NVML is touched.
+const check::Level& check_args(const CheckArgs& args) {
+  check_gpu_list(args.gpus);
+  if (!args.prometheus.empty()) {
+    const fs::path prom = args.prometheus;
+    if (prom.has_parent_path() && !fs::is_directory(prom.parent_path()))
+      throw UsageError(
+          fmt::format("--prometheus: directory {} does not exist", prom.parent_path().string()));
+    if (const std::string p = write_problem(prom); !p.empty())
+      throw UsageError(fmt::format("check --prometheus {}: {} (nothing was checked)",
+                                   shown_text(args.prometheus), p));
+  }
+  const check::Level* level = check::find_level(args.level);
+  if (level == nullptr)
+    throw UsageError(fmt::format(
+        "check: level {} is not in this build yet (this build has level {}); nothing was checked",
+        args.level, registered_levels()));
+  return *level;
+}
+
+void run_check(const CheckArgs& args, const check::Level& level, CliContext& ctx) {
+  const nvml::Library& library = nvml::library();
+  if (!library.available())
+    throw CannotRunError(
+        fmt::format("check: NVML is not available ({}): no NVIDIA driver here, nothing was checked",
+                    library.unavailable_reason()));
+  const int count = static_cast<int>(library.device_count().value_or(0));
+  if (count == 0) throw CannotRunError("check: NVML sees no GPU; nothing was checked");
+
+  check::CheckRequest request;
+  request.gpus = parse_gpu_list(args.gpus, count);
+  request.xid_window_s = args.xid_window_s;
+
+  const Meta meta = make_meta("check", ctx.global.argv);
+  check::CheckReport report;
+  report.tool_version = version_line();
+  report.host = meta.host;
+  report.started_at = meta.started_at;
+  check::run_level(level, library, request, report);
+
+  // NVML's strings (names, UUIDs) are not checked to be UTF-8: replace what is not.
+  const std::string json =
+      check::to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (ctx.global.json)
+    print_text(stdout, "{}", json);
+  else
+    print_text(stdout, "{}", check::render_text(report));
+  if (!ctx.global.out_dir.empty())
+    write_file_atomically(run_file_path(ctx.global, "check", meta), json, "the check file");
+  if (!args.prometheus.empty())
+    write_file_atomically(args.prometheus, check::prometheus_text(report), "the Prometheus file");
+  ctx.exit_code = report.exit_code;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "check",
+      "Health verdict per GPU (pass / warn / fail, with the reason of every test) for "
+      "scripts: level 1 reads NVML in seconds, without load");
+  add_number_option(
+      sub, "--level", args->level,
+      NumberRules::count().at_least(1).at_most(check::kMaxLevel).eg("1"),
+      fmt::format("Check level (default 1; this build has level {})", registered_levels()));
+  sub->add_option("--gpu", args->gpus, "GPUs to check by NVML index, e.g. 0,1 (default: all)");
+  add_number_option(sub, "--xid-window", args->xid_window_s,
+                    NumberRules::plain().or_zero().at_most(600).eg("1, 0.5"),
+                    "Seconds to collect Xid events, between the two readings of the error "
+                    "counters (default 1)");
+  add_path_option(sub, "--prometheus", args->prometheus,
+                  "Write the verdicts and counters to FILE (Prometheus text format, "
+                  "node_exporter textfile collector)");
+  sub->footer(
+      "Exit code: 0 every GPU passes; 1 a GPU fails; 4 warnings only; 3 could not run (no "
+      "driver, no GPU); 2 usage error. --json prints the gpuvs.check/1 document; with the "
+      "global --out DIR it is also written to DIR/check-<UTC stamp>-<host>.json.");
+  sub->callback([&ctx, args] {
+    const check::Level& level = check_args(*args);
+    run_check(*args, level, ctx);
+  });
+}
+
+}  // namespace gpuvs::cli

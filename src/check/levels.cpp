@@ -14,6 +14,12 @@ void run_level1(const nvml::Library& library, const CheckRequest& request, Check
   for (GpuReadings& r : read_level1(library, request.gpus, request.xid_window_s)) {
     GpuCheck c;
     c.verdict = judge_level1(r);
+    const auto cached = request.cached_versions.find(r.uuid);
+    TestVerdict versions =
+        judge_versions(report.system.driver_version, report.system.cuda_driver_version,
+                       cached == request.cached_versions.end() ? CachedVersions{} : cached->second);
+    c.verdict.status = worse(c.verdict.status, versions.status);
+    c.verdict.tests.push_back(std::move(versions));
     c.readings = std::move(r);
     report.gpus.push_back(std::move(c));
   }

@@ -5,6 +5,7 @@
 // so and exits 2.
 #pragma once
 
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,9 @@ namespace gpuvs::check {
 struct CheckRequest {
   std::vector<int> gpus;      // NVML indices
   double xid_window_s = 1.0;  // level 1: how long Xid events are collected
+  // The versions each GPU's cached tune result was measured with, by UUID (the CLI
+  // reads the tune cache); a GPU without one gets judge_versions' note.
+  std::map<std::string, CachedVersions> cached_versions;
 };
 
 struct GpuCheck {

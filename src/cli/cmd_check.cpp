@@ -17,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "core/text.h"
 #include "gpu/nvml.h"
+#include "tune/cache.h"
 
 namespace gpuvs::cli {
 
@@ -29,6 +30,7 @@ struct CheckArgs {
   std::string gpus;
   double xid_window_s = 1.0;
   std::string prometheus;
+  std::string cache;  // the tune cache folder; empty: the default
 };
 
 std::string registered_levels() {
@@ -70,6 +72,17 @@ void run_check(const CheckArgs& args, const check::Level& level, CliContext& ctx
   check::CheckRequest request;
   request.gpus = parse_gpu_list(args.gpus, count);
   request.xid_window_s = args.xid_window_s;
+  // The tune cache's fingerprints: a driver that changed since a GPU was tuned warns.
+  // A cache that cannot be read is no reason to fail a health check: nothing to compare.
+  try {
+    const tune::CachedEntries cached = tune::list_cached(tune::default_cache_dir(
+        args.cache.empty() ? std::nullopt : std::optional<std::filesystem::path>(args.cache),
+        tune::process_environment()));
+    for (const tune::DeviceTune& t : cached.entries)
+      request.cached_versions[t.fingerprint.uuid] = {t.fingerprint.driver_version,
+                                                     t.fingerprint.cuda_driver_version};
+  } catch (const Error&) {
+  }
 
   const Meta meta = make_meta("check", ctx.global.argv);
   check::CheckReport report;
@@ -109,6 +122,9 @@ void add_check_command(CLI::App& app, CliContext& ctx) {
                     NumberRules::plain().or_zero().at_most(600).eg("1, 0.5"),
                     "Seconds to collect Xid events, between the two readings of the error "
                     "counters (default 1)");
+  add_path_option(sub, "--cache", args->cache,
+                  "Tune cache whose fingerprints the driver versions are compared with "
+                  "(default $XDG_CACHE_HOME/gpuvs/tune, else ~/.cache/gpuvs/tune)");
   add_path_option(sub, "--prometheus", args->prometheus,
                   "Write the verdicts and counters to FILE (Prometheus text format, "
                   "node_exporter textfile collector)");

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -102,6 +103,36 @@ TEST_F(CliCheck, JsonDocumentOnStdoutOnly) {
   EXPECT_EQ(doc["cuda_driver_version"], "13.0");
   EXPECT_EQ(doc["gpus"].size(), 2u);
   EXPECT_EQ(doc["gpus"][1]["readings"]["nvlinks"].size(), 18u);
+}
+
+// A cache entry for GPU 0 measured under `driver`: the tune fixture with GPU 0's UUID.
+void write_tune_cache(const std::filesystem::path& dir, const std::string& driver) {
+  std::ifstream in(std::string(GPUVS_TEST_DATA_DIR) + "/tune/h200-example.json");
+  json doc = json::parse(in);
+  const std::string uuid = healthy_gpu(0)["uuid"];
+  doc["devices"][0]["fingerprint"]["uuid"] = uuid;
+  doc["devices"][0]["fingerprint"]["driver_version"] = driver;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / (uuid + ".json")) << doc.dump(2);
+}
+
+TEST_F(CliCheck, ADriverOtherThanTheTunedOneWarns) {
+  write_tune_cache(dir_ / "cache", "570.86.15");
+  const json doc = document(node(2), "--cache " + (dir_ / "cache").string());
+  EXPECT_EQ(last_code_, 4);
+  EXPECT_EQ(test_status(doc, 0, "versions.tune_cache"), "warn");
+  EXPECT_EQ(test_status(doc, 1, "versions.tune_cache"), "pass");  // never tuned
+  bool named = false;
+  for (const json& t : doc["gpus"][0]["tests"])
+    if (t["test"] == "versions.tune_cache")
+      named = t["reason"].get<std::string>().find("580.95.05 now, 570.86.15 when tuned") !=
+              std::string::npos;
+  EXPECT_TRUE(named) << doc["gpus"][0]["tests"].dump();
+
+  write_tune_cache(dir_ / "cache", "580.95.05");
+  const json same = document(node(2), "--cache " + (dir_ / "cache").string());
+  EXPECT_EQ(last_code_, 0);
+  EXPECT_EQ(test_status(same, 0, "versions.tune_cache"), "pass");
 }
 
 TEST_F(CliCheck, UncorrectedEccFails) {

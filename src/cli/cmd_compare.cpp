@@ -1,7 +1,9 @@
 // `gpuvs compare [FILE|SPEC ...] [--claims FILE]`: a side-by-side table of run files
 // (every GPU of a run is a column) and catalogue entries, and the claims check.
 // Judging claims wrong is the tool doing its job: exit 0; only --strict turns a
-// contradicted claim into exit 1. Output goes to stdout and nothing else goes there.
+// contradicted claim into exit 1. `gpuvs compare --fleet DIR`: every run file of a
+// folder, the GPUs outside the fleet's median (report/fleet.h); finding outliers is
+// the tool doing its job too: exit 0. Output goes to stdout and nothing else goes there.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <deque>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +23,7 @@
 #include "core/text.h"
 #include "report/claims.h"
 #include "report/compare.h"
+#include "report/fleet.h"
 #include "report/html.h"
 #include "report/render.h"
 
@@ -36,6 +40,8 @@ struct CompareArgs {
   std::string catalogue;
   double tolerance_pct = 5;
   bool strict = false;
+  std::string fleet;  // a folder of run files
+  std::optional<double> k;
 };
 
 bool same_ci(std::string_view a, std::string_view b) {
@@ -82,7 +88,65 @@ TextFormat text_format(const std::string& f) {
   return TextFormat::kTerminal;
 }
 
+// A fleet's folder: every *.json in it (not below), by name. A file that is not a run
+// file (truncated by a node that died, another tool's JSON) is one line on stderr and
+// left out, so that one bad node does not hide the others; the report lists it.
+void run_fleet(const CompareArgs& args, CliContext& ctx) {
+  if (!args.inputs.empty() || !args.claims.empty() || !args.baseline.empty())
+    throw UsageError(
+        "--fleet DIR compares the run files in DIR: give no other inputs, "
+        "--claims or --baseline");
+  const std::filesystem::path dir = args.fleet;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw UsageError(fmt::format("--fleet {}: not a directory", shown_text(args.fleet)));
+  std::vector<std::filesystem::path> paths;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 5 && same_ci(std::string_view(name).substr(name.size() - 5), ".json"))
+      paths.push_back(it->path());
+  }
+  if (ec) throw UsageError(fmt::format("--fleet {}: {}", shown_text(args.fleet), ec.message()));
+  std::sort(paths.begin(), paths.end());
+  std::deque<RunFile> runs;
+  std::vector<FleetRun> fleet;
+  std::vector<FleetSkip> bad;
+  for (const std::filesystem::path& path : paths) {
+    try {
+      runs.push_back(load_run_file(path));
+      fleet.push_back({path.string(), &runs.back()});
+    } catch (const Error& e) {
+      bad.push_back({path.string(), e.what()});
+      print_text(stderr, "gpuvs compare: skipped {}\n", one_line(e.what()));
+    }
+  }
+  if (fleet.empty())
+    throw UsageError(fmt::format("--fleet {}: no run file to compare ({} *.json file{} read)",
+                                 shown_text(args.fleet), paths.size(),
+                                 paths.size() == 1 ? "" : "s"));
+  FleetOptions options;
+  if (args.k) options.k = *args.k;
+  FleetReport report = judge_fleet(fleet, options);
+  report.skipped.insert(report.skipped.begin(), bad.begin(), bad.end());
+  report.files += static_cast<int>(bad.size());
+  const std::string json = render_fleet_json(report);
+  print_text(stdout, "{}", ctx.global.json ? json : render_fleet_text(report));
+  std::fflush(stdout);
+  if (!ctx.global.out_dir.empty()) {
+    const std::filesystem::path out = ctx.global.out_dir;
+    std::filesystem::create_directories(out, ec);
+    if (ec) throw Error(fmt::format("cannot create {}: {}", out.string(), ec.message()));
+    write_file_atomically(out / "fleet.json", json);
+    if (!ctx.global.quiet)
+      print_text(stderr, "gpuvs compare: wrote fleet.json to {}\n", out.string());
+  }
+  ctx.exit_code = ExitCode::kOk;
+}
+
 void run_compare(const CompareArgs& args, CliContext& ctx) {
+  if (!args.fleet.empty()) return run_fleet(args, ctx);
+  if (args.k) throw UsageError("--k goes with --fleet DIR");
   std::unique_ptr<Catalogue> own_catalogue;
   if (!args.catalogue.empty())
     own_catalogue = std::make_unique<Catalogue>(Catalogue::load(args.catalogue));
@@ -241,6 +305,12 @@ void add_compare_command(CLI::App& app, CliContext& ctx) {
                     "Claims: within this many percent a claim holds (default 5; beyond 25 it "
                     "is contradicted)");
   sub->add_flag("--strict", args->strict, "Exit 1 when any claim is contradicted");
+  add_path_option(sub, "--fleet", args->fleet,
+                  "Folder of run files (one per node or GPU): the GPUs outside the fleet's "
+                  "median, per figure, worst first (docs/compare.md, Fleets)");
+  add_number_option(sub, "--k", args->k, NumberRules::plain().at_most(100).eg("3, 5"),
+                    "--fleet: an outlier lies more than K scaled MADs from the median "
+                    "(default 3)");
   sub->footer(
       "Output opens with a headline per column against the baseline. Ratios and verdicts only "
       "between figures of one basis (measured/measured, datasheet/datasheet, published/published "

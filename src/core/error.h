@@ -1,7 +1,7 @@
 // gpuvs::Error carries a message and the exit code that `main` turns it into.
 // Exit codes are the contract of docs/design.md: 0 ok, 1 failure or failed check,
-// 2 usage error, 3 could not run (no GPU, no driver), 4 finished with invalid or
-// throttled results.
+// 2 usage error, 3 could not run (no GPU, no driver), 4 finished with invalid results
+// or results taken during a thermal or hardware slowdown (power capping is not one).
 #pragma once
 
 #include <stdexcept>

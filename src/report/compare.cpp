@@ -129,8 +129,9 @@ Cell cell_of(const RunFile& run, const Result& r, const MetricDef& metric, const
   c.value = r.value;
   c.noise = r.stats.noise;
   c.throttled = throttled(r);
+  c.power_capped = power_capped(r);
   if (c.datasheet && *c.datasheet > 0) c.of_datasheet = r.value / *c.datasheet;
-  if (c.throttled) c.note = "measured while the GPU was throttled";
+  if (c.throttled) c.note = "measured while the GPU was " + clock_event_text(r);
   return c;
 }
 

@@ -66,10 +66,11 @@ struct Cell {
   // Across bases: this GPU's datasheet figure over the baseline GPU's (both from the
   // catalogue), the like-with-like ratio that does exist.
   std::optional<double> datasheet_ratio;
-  bool invalid = false;      // measured but invalid: shown as such, no number
-  bool throttled = false;    // measured while throttled
-  bool unsupported = false;  // the datasheet says the GPU lacks it: "none",
-                             // which is not the same as missing
+  bool invalid = false;       // measured but invalid: shown as such, no number
+  bool throttled = false;     // measured during a thermal or hardware slowdown
+  bool power_capped = false;  // measured at the power limit (normal under full load)
+  bool unsupported = false;   // the datasheet says the GPU lacks it: "none",
+                              // which is not the same as missing
   std::string note;
 };
 

@@ -188,7 +188,8 @@ std::string cell_html(const Row& row, const Cell& cell) {
     s += fmt::format("<span class=\"pct\">{:.1f} % of datasheet</span>", *cell.of_datasheet * 100);
   if (cell.noise)
     s += fmt::format("<span class=\"noise\">noise {:.2f} %</span>", *cell.noise * 100);
-  if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
+  if (cell.throttled) s += "<span class=\"warn\">throttled: thermal/hardware</span>";
+  if (cell.power_capped) s += "<span class=\"note\">power-capped</span>";
   s += verdict_html(cell);
   if (!cell.note.empty() && !cell.fallback)
     s += "<span class=\"note\">" + escape_html(cell.note) + "</span>";
@@ -260,7 +261,8 @@ std::string side_html(const Row* row, const Cell& cell) {
   if (cell.source == Source::kMeasured && cell.of_datasheet)
     s += fmt::format("<span class=\"pct\">{:.0f} % of its datasheet</span>",
                      *cell.of_datasheet * 100);
-  if (cell.throttled) s += "<span class=\"warn\">throttled</span>";
+  if (cell.throttled) s += "<span class=\"warn\">throttled: thermal/hardware</span>";
+  if (cell.power_capped) s += "<span class=\"note\">power-capped</span>";
   const std::string config = headline_config(*row);
   if (!config.empty()) s += "<span class=\"config\">" + escape_html(config) + "</span>";
   return s;
@@ -408,7 +410,8 @@ void results_table(std::string& out, const RunFile& run) {
                          source_badge(r.peak->kind, r.peak->source));
     std::string status(to_string(r.status));
     if (!r.status_reason.empty()) status += ": " + r.status_reason;
-    if (ok && throttled(r)) status += ", throttled";
+    if (const std::string events = clock_event_text(r); ok && !events.empty())
+      status += ", " + events;
     out += fmt::format(
         "<tr><td>{}<span class=\"sub\">{}</span></td><td>{}</td><td class=\"params\">{}</td>"
         "<td class=\"num{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"

@@ -54,6 +54,7 @@ std::string cell_text(const Cell& c, const std::string& unit) {
     if (c.noise) s += fmt::format(" ±{:.2f}%", *c.noise * 100);
     if (c.of_datasheet) s += fmt::format(" ({:.0f}% of ds)", *c.of_datasheet * 100);
     if (c.throttled) s += " throttled";
+    if (c.power_capped) s += " power-capped";
   }
   return s;
 }
@@ -237,6 +238,7 @@ json comparison_json(const Comparison& c) {
                        {"datasheet_ratio", opt_json(cell.datasheet_ratio)},
                        {"invalid", cell.invalid},
                        {"throttled", cell.throttled},
+                       {"power_capped", cell.power_capped},
                        {"unsupported", cell.unsupported},
                        {"note", cell.note}});
     }
@@ -301,11 +303,12 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
       // `replace`: a run file's path need not be UTF-8 (a Latin-1 file name).
       return comparison_json(c).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     case TextFormat::kCsv: {
-      std::string out = csv_line(
-          {"metric",       "name",        "config",     "unit",  "column",          "gpu",
-           "catalogue_id", "source",      "fallback",   "value", "noise",           "of_datasheet",
-           "ratio",        "diff_pct",    "verdict",    "basis", "datasheet_ratio", "invalid",
-           "throttled",    "unsupported", "source_ref", "note"});
+      std::string out = csv_line({"metric",          "name",       "config",       "unit",
+                                  "column",          "gpu",        "catalogue_id", "source",
+                                  "fallback",        "value",      "noise",        "of_datasheet",
+                                  "ratio",           "diff_pct",   "verdict",      "basis",
+                                  "datasheet_ratio", "invalid",    "throttled",    "power_capped",
+                                  "unsupported",     "source_ref", "note"});
       for (const Row& r : c.rows) {
         for (size_t i = 0; i < r.cells.size(); ++i) {
           const Cell& cell = r.cells[i];
@@ -330,6 +333,7 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
                            CsvCell::number(cell.datasheet_ratio),
                            CsvCell::boolean(cell.invalid),
                            CsvCell::boolean(cell.throttled),
+                           CsvCell::boolean(cell.power_capped),
                            CsvCell::boolean(cell.unsupported),
                            cell.source_ref,
                            cell.note});

@@ -61,13 +61,25 @@ std::string clock_cell(const Result& r) {
 
 std::string status_cell(const Result& r) {
   if (r.status != Status::kOk) return fmt::format("{}: {}", to_string(r.status), r.status_reason);
-  if (throttled(r)) {
-    std::string reasons;
-    for (const auto& t : r.clocks->throttle_reasons)
-      if (is_throttling_reason(t)) reasons += (reasons.empty() ? "" : ",") + t;
-    return "ok, throttled: " + reasons;
+  const std::string events = clock_event_text(r);
+  return events.empty() ? "ok" : "ok, " + events;
+}
+
+// The time a GPU spent under each clock-event reason of a step, power capping told
+// apart from slowdowns: "power-capped 3.2 s", "throttled: hw_slowdown 0.5 s".
+std::string clock_event_seconds(const GpuUtilization& g) {
+  std::vector<std::string> parts;
+  for (const auto& [reason, s] : g.throttle_s_by_reason) {
+    if (reason == "gpu_idle" || s <= 0) continue;
+    if (is_power_cap_reason(reason))
+      parts.insert(parts.begin(), fmt::format("power-capped {:.1f} s", s));
+    else
+      parts.push_back(fmt::format(
+          "{}{} {:.1f} s", is_throttling_reason(reason) ? "throttled: " : "", one_line(reason), s));
   }
-  return "ok";
+  // Files without the seconds per reason: the total, as recorded.
+  if (parts.empty()) return fmt::format("clock events {:.1f} s", g.throttled_s);
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 // One line per benchmark step and GPU with what the monitor saw in the step's window
@@ -92,7 +104,7 @@ std::string utilization_lines(const RunFile& run) {
       if (g.power_w_mean)
         parts.push_back(fmt::format("{:.0f} W (max {:.0f})", *g.power_w_mean,
                                     g.power_w_max.value_or(*g.power_w_mean)));
-      if (g.throttled_s > 0) parts.push_back(fmt::format("throttled {:.1f} s", g.throttled_s));
+      if (g.throttled_s > 0) parts.push_back(clock_event_seconds(g));
       if (parts.empty()) continue;
       const std::string gpu =
           g.gpu >= 0 && static_cast<size_t>(g.gpu) < run.system.gpus.size()

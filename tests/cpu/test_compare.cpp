@@ -344,7 +344,9 @@ TEST(Compare, ThrottledAndOtherGpusResults) {
   EXPECT_EQ(c.columns[1].label, "H200 #1");
   const Row* bw = find_row(c, "memory.bandwidth");
   ASSERT_NE(bw, nullptr);
-  EXPECT_TRUE(bw->cells[0].throttled);
+  // Power capping is shown as such, not as a slowdown.
+  EXPECT_FALSE(bw->cells[0].throttled);
+  EXPECT_TRUE(bw->cells[0].power_capped);
   // GPU 1 has no result of its own: its datasheet, not GPU 0's measurement, marked as
   // a fallback and never given a speed verdict against GPU 0's measurement.
   EXPECT_EQ(bw->cells[1].source, Source::kDatasheet);

@@ -560,6 +560,29 @@ TEST(TerminalSummary, OneUtilizationLinePerStepAndGpu) {
   EXPECT_EQ(render_summary(run).find("utilization"), std::string::npos);
 }
 
+// Power capping is shown as such, apart from thermal and hardware slowdowns: in the
+// status of a result and in the time a step spent under each reason.
+TEST(TerminalSummary, PowerCappingIsToldApartFromSlowdowns) {
+  RunFile run = monitored_run(6);
+  run.results[0].clocks = ClockRecord{};
+  run.results[0].clocks->throttle_reasons = {"sw_power_cap"};
+  run.results[2].clocks = ClockRecord{};
+  run.results[2].clocks->throttle_reasons = {"sw_power_cap", "hw_slowdown"};
+  GpuUtilization& g = run.results[0].utilization->gpus[0];
+  g.throttled_s = 0.2;
+  g.throttle_s_by_reason = {{"gpu_idle", 0.1}, {"sw_power_cap", 0.2}, {"hw_slowdown", 0.05}};
+  const std::string text = render_summary(run);
+  EXPECT_NE(text.find("ok, power-capped (normal under full load)"), std::string::npos) << text;
+  EXPECT_NE(text.find("ok, throttled: thermal/hardware (hw_slowdown)"), std::string::npos) << text;
+  EXPECT_NE(text.find("power-capped 0.2 s, throttled: hw_slowdown 0.1 s"), std::string::npos)
+      << text;
+  // The bundled H200 run: power-capped results, none throttled.
+  const std::string reference = render_summary(
+      load_run_file(std::string(GPUVS_SOURCE_DIR) + "/data/reference/h200-sxm-run.json"));
+  EXPECT_NE(reference.find("ok, power-capped"), std::string::npos);
+  EXPECT_EQ(reference.find("throttled"), std::string::npos);
+}
+
 TEST(Html, BuiltInLibraryMatchesAvailability) {
   EXPECT_EQ(html_charts_available(), embedded_file("web/chart.umd.js").has_value());
   ASSERT_TRUE(embedded_file("web/report.html").has_value());

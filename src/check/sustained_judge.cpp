@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <string_view>
+
+#include "core/verdict.h"
 
 namespace gpuvs::check {
 
@@ -22,9 +22,7 @@ T percentile(std::vector<T> v, double q) {
 }  // namespace
 
 bool is_slowdown_fault(const std::string& reason) {
-  static constexpr std::array<std::string_view, 4> kFaults = {
-      "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"};
-  return std::find(kFaults.begin(), kFaults.end(), reason) != kFaults.end();
+  return clock_event_kind(reason) == ClockEventKind::kSlowdown;
 }
 
 SustainedVerdict judge_sustained(const std::vector<LoadSample>& samples, double power_limit_w,
@@ -38,7 +36,7 @@ SustainedVerdict judge_sustained(const std::vector<LoadSample>& samples, double 
       if (is_slowdown_fault(r) &&
           std::find(v.slowdowns.begin(), v.slowdowns.end(), r) == v.slowdowns.end())
         v.slowdowns.push_back(r);
-      if (r == "sw_power_cap") capped = true;
+      if (is_power_cap_reason(r)) capped = true;
     }
     if (s.temperature_c)
       v.temperature_max_c =

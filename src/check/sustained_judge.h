@@ -43,7 +43,8 @@ struct SustainedVerdict {
   std::vector<std::string> slowdowns;  // reasons seen that are faults
 };
 
-// Reasons that mean the GPU slowed down for something other than its power limit.
+// Reasons that mean the GPU slowed down for something other than its power limit
+// (core/verdict.h's slowdowns: the same reasons that set a run's exit 4).
 bool is_slowdown_fault(const std::string& reason);
 
 SustainedVerdict judge_sustained(const std::vector<LoadSample>& samples, double power_limit_w,

@@ -54,7 +54,8 @@ TEST(Tune, QuickTuneMeasuresCachesAndAnswersFromTheCache) {
       if (e["basis"] != "measured") continue;
       bool found = false;
       for (const gpuvs::Result& r : run.results)
-        found = found || (r.id == e["result_id"] && r.value == e["value"].get<double>());
+        found = found ||
+                (r.id == e["result_id"].get<std::string>() && r.value == e["value"].get<double>());
       EXPECT_TRUE(found) << s.dump();
     }
   }

@@ -18,7 +18,6 @@
 #include "core/run_file.h"
 #include "gpu/check.h"
 #include "gpu_test_util.h"
-#include "models/layers/conv2d.h"
 #include "models/trainer.h"
 #include "suite/registry.h"
 
@@ -169,27 +168,6 @@ std::vector<double> losses(const ModelConfig& config, bool graph, int steps) {
     out.push_back(model->loss());  // synchronises
   }
   return out;
-}
-
-// Above its sample batch the timed cuDNN search runs on the first items of the buffers
-// (models/layers/conv2d.h): the algorithms it picks must run at the full batch and
-// compute the same forward pass as cuDNN's heuristic choices (both exact GEMM-like
-// algorithms; they differ only in rounding order).
-TEST(ModelRun, SampledAlgorithmSearchRunsAtTheFullBatch) {
-  GPUVS_REQUIRE_GPU();
-  for (Precision p : {Precision::kBf16, Precision::kFp32}) {
-    ModelConfig timed = resnet(Mode::kTrain, p, kTimedSearchBatch + 64);
-    ModelConfig heuristic = timed;
-    heuristic.autotune = false;
-    const std::vector<double> a = losses(timed, false, 2);
-    const std::vector<double> b = losses(heuristic, false, 2);
-    ASSERT_EQ(a.size(), 2u);
-    ASSERT_EQ(b.size(), 2u);
-    for (double x : a)
-      EXPECT_TRUE(std::isfinite(x)) << to_string(p);
-    // The first loss is the forward pass of the same weights and data.
-    EXPECT_NEAR(a[0], b[0], 1e-2 * std::abs(b[0])) << to_string(p);
-  }
 }
 
 TEST(ModelRun, GraphOnAndOffGiveTheSameLoss) {

@@ -118,48 +118,19 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
     const std::string shape =
         fmt::format(" for {}x{}x{} -> {} channels, {}x{} window, stride {}, batch {}", p_.h, p_.w,
                     p_.c, p_.k, p_.r, p_.r, p_.stride, p_.n);
-    // Above kTimedSearchBatch the timed search runs on the first items of the same
-    // buffers (descriptors of the smaller batch); see conv2d.h.
-    const bool sampled = p_.autotune && p_.n > kTimedSearchBatch;
-    const int tn = sampled ? kTimedSearchBatch : p_.n;
-    const TensorDesc tx(p_.dtype, tn, p_.c, p_.h, p_.w);
-    const TensorDesc ty(p_.dtype, tn, p_.k, out_h_, out_w_);
-    // The timed winner, checked at the full batch when the search was sampled: one that
-    // cuDNN does not support there, or whose workspace does not fit, gives way to the
-    // next; `full_ws(algo, math, &bytes)` asks cuDNN for the full batch's workspace.
-    auto pick = [&](auto& perf, int n, bool timed, const std::string& what, auto full_ws) {
-      for (;;) {
-        auto c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, timed, p_.deterministic, what);
-        if (!sampled) return c;
-        size_t bytes = 0;
-        if (full_ws(c.algo, c.mathType, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= ws_bytes) {
-          c.memory = bytes;
-          return c;
-        }
-        for (int i = 0; i < n; ++i) {
-          auto& r = perf[static_cast<size_t>(i)];
-          if (r.algo == c.algo && r.mathType == c.mathType) r.status = CUDNN_STATUS_NOT_SUPPORTED;
-        }
-      }
-    };
     {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(kMax);
       int n = 0;
       if (p_.autotune)
         GPUVS_CUDNN_CHECK_OOM(cudnnFindConvolutionForwardAlgorithmEx(
-            h, tx.get(), x, w_desc_.get(), w, fwd_desc_.get(), ty.get(), y, kMax, &n, perf.data(),
-            ws, ws_bytes));
+            h, x_desc_.get(), x, w_desc_.get(), w, fwd_desc_.get(), y_desc_.get(), y, kMax, &n,
+            perf.data(), ws, ws_bytes));
       else
         GPUVS_CUDNN_CHECK_OOM(
             cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc_.get(), w_desc_.get(), fwd_desc_.get(),
                                                    y_desc_.get(), kMax, &n, perf.data()));
-      const auto c =
-          pick(perf, n, p_.autotune, "forward convolution" + shape,
-               [&](cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math, size_t* bytes) {
-                 fwd_desc_.set_math(math);
-                 return cudnnGetConvolutionForwardWorkspaceSize(
-                     h, x_desc_.get(), w_desc_.get(), fwd_desc_.get(), y_desc_.get(), algo, bytes);
-               });
+      const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
+                             p_.deterministic, "forward convolution" + shape);
       a.fwd = c.algo;
       a.fwd_math = p_.tensor_ops ? c.mathType : CUDNN_FMA_MATH;
       a.workspace = std::max(a.workspace, c.memory);
@@ -169,19 +140,14 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
       int n = 0;
       if (p_.autotune)
         GPUVS_CUDNN_CHECK_OOM(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            h, w_desc_.get(), w, ty.get(), y, bwd_data_desc_.get(), tx.get(), dx, kMax, &n,
-            perf.data(), ws, ws_bytes));
+            h, w_desc_.get(), w, y_desc_.get(), y, bwd_data_desc_.get(), x_desc_.get(), dx, kMax,
+            &n, perf.data(), ws, ws_bytes));
       else
         GPUVS_CUDNN_CHECK_OOM(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, w_desc_.get(), y_desc_.get(), bwd_data_desc_.get(), x_desc_.get(), kMax, &n,
             perf.data()));
-      const auto c = pick(
-          perf, n, p_.autotune, "backward-data convolution" + shape,
-          [&](cudnnConvolutionBwdDataAlgo_t algo, cudnnMathType_t math, size_t* bytes) {
-            bwd_data_desc_.set_math(math);
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                h, w_desc_.get(), y_desc_.get(), bwd_data_desc_.get(), x_desc_.get(), algo, bytes);
-          });
+      const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
+                             p_.deterministic, "backward-data convolution" + shape);
       a.bwd_data = c.algo;
       a.bwd_data_math = p_.tensor_ops ? c.mathType : CUDNN_FMA_MATH;
       a.workspace = std::max(a.workspace, c.memory);
@@ -191,20 +157,14 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
       int n = 0;
       if (p_.autotune)
         GPUVS_CUDNN_CHECK_OOM(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            h, tx.get(), x, ty.get(), y, bwd_filter_desc_.get(), w_desc_.get(), dw, kMax, &n,
-            perf.data(), ws, ws_bytes));
+            h, x_desc_.get(), x, y_desc_.get(), y, bwd_filter_desc_.get(), w_desc_.get(), dw, kMax,
+            &n, perf.data(), ws, ws_bytes));
       else
         GPUVS_CUDNN_CHECK_OOM(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, x_desc_.get(), y_desc_.get(), bwd_filter_desc_.get(), w_desc_.get(), kMax, &n,
             perf.data()));
-      const auto c =
-          pick(perf, n, p_.autotune, "backward-filter convolution" + shape,
-               [&](cudnnConvolutionBwdFilterAlgo_t algo, cudnnMathType_t math, size_t* bytes) {
-                 bwd_filter_desc_.set_math(math);
-                 return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                     h, x_desc_.get(), y_desc_.get(), bwd_filter_desc_.get(), w_desc_.get(), algo,
-                     bytes);
-               });
+      const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
+                             p_.deterministic, "backward-filter convolution" + shape);
       a.bwd_filter = c.algo;
       a.bwd_filter_math = p_.tensor_ops ? c.mathType : CUDNN_FMA_MATH;
       a.workspace = std::max(a.workspace, c.memory);

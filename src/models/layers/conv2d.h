@@ -8,13 +8,6 @@
 // autotuning, the first usable algorithm in cuDNN's heuristic order (cudnnGet*_v7,
 // nothing run). Deterministic mode takes only algorithms cuDNN reports as
 // deterministic (with autotune off, the same ones on every run).
-// Above kTimedSearchBatch items the timed search runs on the first kTimedSearchBatch
-// items of the same buffers: timing every algorithm of ResNet-50's 53 layers on a
-// whole batch of 2000+ images takes minutes (a `--batch max` run would spend most of
-// its time there), while the ranking of these GEMM-like algorithms no longer moves
-// once the batch fills the GPU many times over (at 256 the smallest layer's GEMM has
-// 12,544 rows). The winner is then checked at the full batch (supported there, its
-// workspace within the cap) and gives way to the next when it is not.
 #pragma once
 
 #include <cudnn.h>
@@ -28,8 +21,6 @@
 #include "models/layers/dtype.h"
 
 namespace gpuvs::models {
-
-inline constexpr int kTimedSearchBatch = 256;
 
 struct ConvAlgos {
   cudnnConvolutionFwdAlgo_t fwd{};

@@ -86,7 +86,7 @@ std::optional<int> predicted_max_batch(const std::vector<BatchProbe>& probes,
 BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch,
                                    const BatchSearchOptions& o) {
   if (o.start < 1 || o.limit < o.start || o.granularity < 1 || o.max_probes < 1 ||
-      !(o.headroom >= 0 && o.headroom < 1))
+      !(o.headroom >= 0 && o.headroom < 1) || !(o.relative_width >= 0 && o.relative_width < 1))
     throw UsageError(fmt::format(
         "batch search: invalid options (start {}, limit {}, granularity {}, headroom {})", o.start,
         o.limit, o.granularity, o.headroom));
@@ -130,7 +130,11 @@ BatchSearchResult search_max_batch(const std::function<FitProbe(int)>& try_batch
   // largest fit (the line says the edge is near: lo + g, lo + 2g, lo + 4g...) or a
   // doubling (no line); with both ends known, the middle.
   int gallop = g;
-  while (budget() && (hi == 0 ? lo < o.limit : hi - lo > g)) {
+  const auto open = [&] {
+    if (hi == 0) return lo < o.limit;
+    return hi - lo > std::max(g, static_cast<int>(o.relative_width * lo));
+  };
+  while (budget() && open()) {
     const std::optional<int> est = predicted_max_batch(r.probes, o);
     int cand = 0;
     if (est && *est > lo && (hi == 0 || *est < hi) && !tried(*est)) {

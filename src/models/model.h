@@ -79,6 +79,10 @@ class Model {
   // "fwd fc", "loss", "sgd", ...), summed over the steps run since enabled; forward and
   // backward separate. Synchronises. Empty where a model does not time its layers.
   virtual std::vector<std::pair<std::string, double>> layer_times() { return {}; }
+
+  // How the library algorithms were chosen, for the run file's parameters
+  // ("algorithm_search"); empty where the model has no such choice to report.
+  virtual std::string algorithm_search() const { return {}; }
 };
 
 // Builds the model named in config.model. Throws UsageError for an unknown model or

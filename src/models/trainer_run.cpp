@@ -16,17 +16,24 @@ namespace gpuvs::models {
 FitProbe try_fit(const ModelConfig& config, int device) {
   DeviceScope scope(device);
   GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  WallClock& clock = steady_wall_clock();
+  const double t0 = clock.now_s();
   const double before = device_used_bytes();
+  FitProbe probe;
   try {
-    const std::unique_ptr<Model> model = build_model(config, device);
-    model->generate_input(config.seed);
+    std::unique_ptr<Model> model = build_model(config, device);
+    const double t1 = clock.now_s();
     enqueue_step(*model);
     GPUVS_CUDA_CHECK(cudaStreamSynchronize(model->stream()));
-    return {true, device_used_bytes() - before, ""};
+    const double t2 = clock.now_s();
+    probe = {true, device_used_bytes() - before, "", t1 - t0, t2 - t1, 0};
+    model.reset();
   } catch (const OutOfMemoryError& e) {
     cudaGetLastError();  // an allocation failure is not sticky; leave nothing behind
-    return {false, std::nullopt, e.what()};
+    probe = {false, std::nullopt, e.what(), 0, 0, 0};
   }
+  probe.total_s = clock.now_s() - t0;
+  return probe;
 }
 
 BatchSearchResult find_max_batch(const ModelConfig& config, int device, double headroom,
@@ -55,10 +62,13 @@ BatchSearchResult find_max_batch(const ModelConfig& config, int device, double h
           progress(head + last + (last.empty() ? "" : "; ") + fmt::format("trying {}", batch));
         candidate.batch = batch;
         FitProbe probe = try_fit(candidate, device);
-        last = !probe.fits ? fmt::format("batch {}: out of memory", batch)
-               : probe.used_bytes
-                   ? fmt::format("batch {} fits ({})", batch, format_si(*probe.used_bytes, "B"))
-                   : fmt::format("batch {} fits", batch);
+        const std::string took = fmt::format("{:.1f} s", probe.total_s);
+        last =
+            !probe.fits ? fmt::format("batch {}: out of memory ({})", batch, took)
+            : probe.used_bytes
+                ? fmt::format("batch {} fits ({}; built {:.1f} s, step {:.1f} s, {})", batch,
+                              format_si(*probe.used_bytes, "B"), probe.build_s, probe.step_s, took)
+                : fmt::format("batch {} fits ({})", batch, took);
         return probe;
       },
       o);

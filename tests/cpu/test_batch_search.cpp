@@ -45,6 +45,7 @@ BatchSearchOptions options_for(const FakeGpu& gpu) {
   BatchSearchOptions o;
   o.total_bytes = gpu.total;
   o.baseline_bytes = gpu.baseline;
+  o.relative_width = 0;  // close to the granularity: the tests check convergence to 8
   return o;
 }
 
@@ -136,6 +137,31 @@ TEST(BatchSearch, OverPredictingLineStillConverges) {
   EXPECT_GE(std::count_if(r.probes.begin(), r.probes.end(),
                           [](const BatchProbe& p) { return !p.probe.fits; }),
             1);
+}
+
+// The same curved memory with the default relative stop: the bracket closes once it is
+// at most 2 % of the largest fit, in fewer candidates than closing it to 8.
+TEST(BatchSearch, RelativeWidthClosesEarlier) {
+  FakeGpu gpu;
+  auto curved = [&](int b) {
+    gpu.tried.push_back(b);
+    const double used = gpu.fixed + gpu.per_item * b + 2e4 * double(b) * b;
+    if (gpu.baseline + used > gpu.total) return FitProbe{false, std::nullopt, "out of memory"};
+    return FitProbe{true, used, ""};
+  };
+  BatchSearchOptions exact = options_for(gpu);
+  const BatchSearchResult narrow = search_max_batch(curved, exact);
+  BatchSearchOptions o = exact;
+  o.relative_width = 0.02;
+  gpu.tried.clear();
+  const BatchSearchResult r = search_max_batch(curved, o);
+  ASSERT_GT(r.max_batch, 0);
+  ASSERT_GT(r.first_failure, r.max_batch);
+  EXPECT_LE(r.first_failure - r.max_batch, std::max(8, static_cast<int>(0.02 * r.max_batch)));
+  EXPECT_GT(r.first_failure - r.max_batch, 8);  // it did stop early here
+  EXPECT_LT(r.probes.size(), narrow.probes.size());
+  EXPECT_LE(r.max_batch, narrow.max_batch);
+  EXPECT_GE(r.max_batch, narrow.max_batch * 0.98);
 }
 
 // Memory that grows slower than the line (a fixed pool taken at the first step): the

@@ -84,6 +84,7 @@ ConvBn ResNet50::make_conv_bn(const std::string& conv_name, const std::string& b
   p.need_dgrad = conv_name != "conv1";
   p.train = train_;
   p.autotune = timed_search();
+  p.search_limit = search_limit();
   p.deterministic = config_.deterministic;
   l.conv = std::make_unique<Conv2d>(p);
   l.w_entry = layout_.add_conv(conv_name, out_c, in_c, r, c_stored);
@@ -291,6 +292,15 @@ void ResNet50::select_algorithms() {
   }
   search = DeviceBuffer();
   workspace_ = DeviceBuffer(need);
+}
+
+std::string ResNet50::algorithm_search() const {
+  if (config_.deterministic) return "cuDNN heuristic order, deterministic algorithms only";
+  if (!config_.autotune) return "cuDNN heuristic order (untimed)";
+  if (const int k = search_limit(); k > 0)
+    return fmt::format("first {} cuDNN heuristic candidates timed (batch above {})", k,
+                       kFullSearchMaxBatch);
+  return "every cuDNN algorithm timed (cudnnFind)";
 }
 
 void ResNet50::upload_initial_state() {

@@ -41,6 +41,13 @@ constexpr int kClasses = 1000;
 constexpr int kInputChannelChoices[2] = {4, 8};  // stored input channels, first that works
 constexpr float kBaseLr = 0.1f;                  // for 256 images per step
 constexpr float kMomentum = 0.9f;
+// Above this batch the cuDNN search times only the first kBoundedSearchCandidates of
+// cuDNN's heuristic order per layer and direction (Conv2d::Params::search_limit):
+// cudnnFind at batch 2584 took about 90 s on an H200 (every algorithm of every layer
+// shape timed, the slow ones included), at 256 a few seconds. `gpuvs run`'s batch 256
+// keeps the full search.
+constexpr int kFullSearchMaxBatch = 512;
+constexpr int kBoundedSearchCandidates = 4;
 constexpr float kWeightDecay = 1e-4f;
 
 // One convolution and the BN (+ReLU) after it, with the activations it keeps.
@@ -93,11 +100,15 @@ class ResNet50 final : public Model {
 
   void enable_layer_timing(bool on) override { timer_.enable(on); }
   std::vector<std::pair<std::string, double>> layer_times() override { return timer_.totals(); }
+  std::string algorithm_search() const override;
 
  private:
   // Algorithms timed at construction (cudnnFind*): autotuning asked for and not
   // deterministic mode, whose choice must not depend on a timing.
   bool timed_search() const { return config_.autotune && !config_.deterministic; }
+  int search_limit() const {
+    return timed_search() && n_ > kFullSearchMaxBatch ? kBoundedSearchCandidates : 0;
+  }
   int probe_input_channels();
   void build_layers();
   ConvBn make_conv_bn(const std::string& conv_name, const std::string& bn_name, int in_c, int h,

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,15 @@ class Model {
   // How the library algorithms were chosen, for the run file's parameters
   // ("algorithm_search"); empty where the model has no such choice to report.
   virtual std::string algorithm_search() const { return {}; }
+
+  // The main output ("logits") checked on the GPU: how many values it has and how many
+  // of them are NaN or infinite, without reading it back; nullopt where the model has
+  // no such check (the caller then reads get_tensor("logits")).
+  struct OutputCount {
+    int64_t values = 0;
+    int64_t nonfinite = 0;
+  };
+  virtual std::optional<OutputCount> count_nonfinite_logits() { return std::nullopt; }
 };
 
 // Builds the model named in config.model. Throws UsageError for an unknown model or

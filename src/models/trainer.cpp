@@ -118,13 +118,19 @@ Validation validate_output(Model& m) {
         return {true, fmt::format("training loss after the timed steps {:.4f}, finite", loss)};
       return {false, fmt::format("training loss after the timed steps is {}", loss)};
     }
-    const HostTensor logits = m.get_tensor("logits");
-    const auto bad = std::count_if(logits.data.begin(), logits.data.end(),
-                                   [](float v) { return !std::isfinite(v); });
-    if (logits.data.empty()) return {false, "the model returned no logits"};
-    if (bad == 0)
-      return {true, fmt::format("all {} logits after the timed steps finite", logits.data.size())};
-    return {false, fmt::format("{} of {} logits not finite", bad, logits.data.size())};
+    int64_t values = 0, bad = 0;
+    if (const auto counted = m.count_nonfinite_logits()) {
+      values = counted->values;
+      bad = counted->nonfinite;
+    } else {
+      const HostTensor logits = m.get_tensor("logits");
+      values = static_cast<int64_t>(logits.data.size());
+      bad = std::count_if(logits.data.begin(), logits.data.end(),
+                          [](float v) { return !std::isfinite(v); });
+    }
+    if (values == 0) return {false, "the model returned no logits"};
+    if (bad == 0) return {true, fmt::format("all {} logits after the timed steps finite", values)};
+    return {false, fmt::format("{} of {} logits not finite", bad, values)};
   } catch (const Error& e) {
     return {false, fmt::format("could not read the output back: {}", e.what())};
   }

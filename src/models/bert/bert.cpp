@@ -452,6 +452,26 @@ void BertLarge::set_tensor(const std::string& name, const HostTensor& t) {
   throw Error(fmt::format("bert-large has no tensor named '{}'", name));
 }
 
+void BertLarge::complete_logits() {
+  if (logits_full_) return;
+  // A training forward computed the masked rows only.
+  if (weights_changed_)
+    throw Error(
+        "prediction_logits: the last training step computed the masked positions' logits "
+        "only and an optimizer step has changed the weights since; run forward() for "
+        "every position's");
+  const Offsets& o = layout_.offsets();
+  decoder_->forward(tr_y_.get(), param(o.word), param(o.dec_b), logits_.get(), ws(), stream_.get());
+  logits_full_ = true;
+}
+
+std::optional<Model::OutputCount> BertLarge::count_nonfinite_logits() {
+  complete_logits();
+  const int64_t bad =
+      count_nonfinite(logits_.get(), n_, kVocab, kVocabPadded, dtype_, stream_.get());
+  return OutputCount{int64_t(n_) * kVocab, bad};
+}
+
 HostTensor BertLarge::get_tensor(const std::string& name) {
   cudaStream_t s = stream_.get();
   // An activation (rows, ld) in the storage type, first `cols` columns, as fp32.
@@ -467,16 +487,7 @@ HostTensor BertLarge::get_tensor(const std::string& name) {
     return out;
   };
   if (name == "prediction_logits" || name == "logits") {  // "logits": every model's main output
-    if (!logits_full_) {  // a training forward computed the masked rows only
-      if (weights_changed_)
-        throw Error(
-            "prediction_logits: the last training step computed the masked positions' logits "
-            "only and an optimizer step has changed the weights since; run forward() for "
-            "every position's");
-      const Offsets& o = layout_.offsets();
-      decoder_->forward(tr_y_.get(), param(o.word), param(o.dec_b), logits_.get(), ws(), s);
-      logits_full_ = true;
-    }
+    complete_logits();
     return activation(logits_.get(), n_, kVocab, kVocabPadded, {b_, t_, kVocab});
   }
   if (name == "seq_relationship_logits")

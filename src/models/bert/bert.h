@@ -107,6 +107,7 @@ class BertLarge final : public Model {
   std::vector<std::string> parameter_names() const override;
   void set_tensor(const std::string& name, const HostTensor& tensor) override;
   HostTensor get_tensor(const std::string& name) override;
+  std::optional<OutputCount> count_nonfinite_logits() override;
 
   // Regions (each summed over the 24 layers): "fwd embeddings", "fwd qkv" (GEMM and
   // head split), the attention core: unfused "fwd attention scores" (Q K^T), "fwd
@@ -132,6 +133,8 @@ class BertLarge final : public Model {
   std::string fp8_plan() const;
 
  private:
+  // Every position's logits (a training step computed the masked ones only).
+  void complete_logits();
   void build();
   void allocate();
   void upload_initial_state();

@@ -272,6 +272,11 @@ void init_normal(float* dst, int64_t n, float std, uint64_t seed, uint64_t salt,
 void fill(float* dst, int64_t n, float value, cudaStream_t s);
 void cast_from_float(const float* src, void* dst, int64_t n, DType dtype, cudaStream_t s);
 void cast_to_float(const void* src, float* dst, int64_t n, DType dtype, cudaStream_t s);
+// How many of the rows x cols values of src (storage dtype, row stride ld) are NaN or
+// infinite, counted on the GPU: the output check at a large batch reads back only the
+// count (the logits at batch 7696 are 60 GB). Synchronises.
+int64_t count_nonfinite(const void* src, int64_t rows, int64_t cols, int64_t ld, DType dtype,
+                        cudaStream_t s);
 void advance_rng(uint64_t* rng, cudaStream_t s);
 
 // AdamW (torch.optim.AdamW, bias-corrected) over the flat arrays; weight decay on

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gpu/check.h"
+#include "gpu/device.h"
 #include "models/bert/device_util.cuh"
 #include "models/bert/kernels.h"
 
@@ -223,6 +224,18 @@ __global__ void to_float_kernel(const T* __restrict__ src, float* __restrict__ d
     dst[i] = to_f(src[i]);
 }
 
+// Values of rows x cols (row stride ld) that are NaN or infinite, added into *count.
+template <class T>
+__global__ void count_nonfinite_kernel(const T* __restrict__ src, int64_t rows, int64_t cols,
+                                       int64_t ld, unsigned long long* count) {
+  unsigned long long mine = 0;
+  const int64_t n = rows * cols;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    if (!isfinite(to_f(src[(i / cols) * ld + i % cols]))) ++mine;
+  if (mine) atomicAdd(count, mine);
+}
+
 __global__ void advance_rng_kernel(uint64_t* rng) {
   *rng += 1;
 }
@@ -362,6 +375,22 @@ void cast_to_float(const void* src, float* dst, int64_t n, DType dtype, cudaStre
         <<<grid_for(n, kThreads), kThreads, 0, s>>>(static_cast<const T*>(src), dst, n);
   });
   GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+int64_t count_nonfinite(const void* src, int64_t rows, int64_t cols, int64_t ld, DType dtype,
+                        cudaStream_t s) {
+  DeviceBuffer count(sizeof(unsigned long long));
+  GPUVS_CUDA_CHECK(cudaMemsetAsync(count.get(), 0, count.bytes(), s));
+  auto* c = count.as<unsigned long long>();
+  GPUVS_DISPATCH_DTYPE(dtype, {
+    count_nonfinite_kernel<T><<<grid_for(rows * cols, kThreads), kThreads, 0, s>>>(
+        static_cast<const T*>(src), rows, cols, ld, c);
+  });
+  GPUVS_CUDA_CHECK_LAUNCH();
+  unsigned long long host = 0;
+  GPUVS_CUDA_CHECK(cudaMemcpyAsync(&host, c, sizeof host, cudaMemcpyDeviceToHost, s));
+  GPUVS_CUDA_CHECK(cudaStreamSynchronize(s));
+  return static_cast<int64_t>(host);
 }
 
 void advance_rng(uint64_t* rng, cudaStream_t s) {

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "gpu/device.h"
 
 namespace gpuvs::models {
 
@@ -82,56 +81,6 @@ const Perf& choose(const std::vector<Perf>& results, int count, bool tensor_ops,
                   deterministic_only ? " among its deterministic ones (--deterministic)" : ""));
 }
 
-// Is `r` a candidate choose() could take in any of its passes?
-template <class Perf>
-bool usable(const Perf& r, bool tensor_ops, DType t, size_t ws_bytes, bool deterministic_only) {
-  return r.status == CUDNN_STATUS_SUCCESS && r.memory <= ws_bytes &&
-         (!deterministic_only || r.determinism == CUDNN_DETERMINISTIC) &&
-         math_allowed(r.mathType, tensor_ops, t, false);
-}
-
-// The bounded search: the first `limit` candidates of cuDNN's heuristic list `perf`
-// (n entries) that choose() could take, in the order of its passes (exact algorithms
-// first), each run once untimed and then kTimedRuns times between CUDA events on the
-// handle's stream by `run(candidate)` (which sets the candidate's math type). `perf`
-// becomes those candidates sorted by mean time in ms, as cudnnFind*Ex returns them; a
-// candidate whose call fails keeps that status and sorts last.
-template <class Perf, class Run>
-void time_first_candidates(cudnnHandle_t h, std::vector<Perf>& perf, int& n, int limit,
-                           bool tensor_ops, DType t, size_t ws_bytes, bool deterministic_only,
-                           const Run& run) {
-  constexpr int kTimedRuns = 3;
-  std::vector<Perf> picked;
-  for (int pass = 0; pass < 2 && static_cast<int>(picked.size()) < limit; ++pass) {
-    for (int i = 0; i < n && static_cast<int>(picked.size()) < limit; ++i) {
-      const Perf& r = perf[static_cast<size_t>(i)];
-      if (!usable(r, tensor_ops, t, ws_bytes, deterministic_only)) continue;
-      if ((pass == 0) == approximate(r.algo)) continue;
-      picked.push_back(r);
-    }
-  }
-  cudaStream_t stream = nullptr;
-  GPUVS_CUDNN_CHECK_OOM(cudnnGetStream(h, &stream));
-  const Event start, stop;
-  for (Perf& c : picked) {
-    c.status = run(c);
-    if (c.status != CUDNN_STATUS_SUCCESS) continue;
-    start.record(stream);
-    for (int i = 0; i < kTimedRuns; ++i)
-      if ((c.status = run(c)) != CUDNN_STATUS_SUCCESS) break;
-    stop.record(stream);
-    stop.synchronize();
-    c.time = static_cast<float>(stop.seconds_since(start) * 1e3 / kTimedRuns);
-  }
-  std::stable_sort(picked.begin(), picked.end(), [](const Perf& a, const Perf& b) {
-    const bool a_ok = a.status == CUDNN_STATUS_SUCCESS, b_ok = b.status == CUDNN_STATUS_SUCCESS;
-    if (a_ok != b_ok) return a_ok;
-    return a_ok && a.time < b.time;
-  });
-  n = static_cast<int>(picked.size());
-  std::copy(picked.begin(), picked.end(), perf.begin());
-}
-
 cudnnMathType_t base_math(bool tensor_ops, DType t) {
   if (!tensor_ops) return CUDNN_FMA_MATH;
   return t == DType::kF32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
@@ -159,18 +108,12 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
   const auto key = std::make_tuple(
       p_.n, p_.c, p_.h, p_.w, p_.k, p_.r, p_.stride, p_.pad, static_cast<int>(p_.dtype),
       (p_.tensor_ops ? 1 : 0) + (p_.need_dgrad ? 2 : 0) + (p_.train ? 4 : 0) +
-          (p_.autotune ? 8 : 0) + (p_.deterministic ? 16 : 0) + 32 * p_.search_limit);
+          (p_.autotune ? 8 : 0) + (p_.deterministic ? 16 : 0));
   if (auto it = cache.find(key); it != cache.end()) {
     algos_ = it->second;
   } else {
     constexpr int kMax = 16;
     ConvAlgos a;
-    // cudnnFind times every algorithm; the bounded search times the first
-    // `search_limit` heuristic candidates; without autotuning nothing runs.
-    const bool find = p_.autotune && p_.search_limit == 0;
-    const bool bounded = p_.autotune && p_.search_limit > 0;
-    const float one = 1.0f, zero = 0.0f;
-    const auto math_of = [&](cudnnMathType_t m) { return p_.tensor_ops ? m : CUDNN_FMA_MATH; };
     // Named in an error: which layer shape had no algorithm.
     const std::string shape =
         fmt::format(" for {}x{}x{} -> {} channels, {}x{} window, stride {}, batch {}", p_.h, p_.w,
@@ -178,7 +121,7 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
     {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(kMax);
       int n = 0;
-      if (find)
+      if (p_.autotune)
         GPUVS_CUDNN_CHECK_OOM(cudnnFindConvolutionForwardAlgorithmEx(
             h, x_desc_.get(), x, w_desc_.get(), w, fwd_desc_.get(), y_desc_.get(), y, kMax, &n,
             perf.data(), ws, ws_bytes));
@@ -186,14 +129,6 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
         GPUVS_CUDNN_CHECK_OOM(
             cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc_.get(), w_desc_.get(), fwd_desc_.get(),
                                                    y_desc_.get(), kMax, &n, perf.data()));
-      if (bounded)
-        time_first_candidates(h, perf, n, p_.search_limit, p_.tensor_ops, p_.dtype, ws_bytes,
-                              p_.deterministic, [&](const cudnnConvolutionFwdAlgoPerf_t& c) {
-                                fwd_desc_.set_math(math_of(c.mathType));
-                                return cudnnConvolutionForward(
-                                    h, &one, x_desc_.get(), x, w_desc_.get(), w, fwd_desc_.get(),
-                                    c.algo, ws, ws_bytes, &zero, y_desc_.get(), y);
-                              });
       const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
                              p_.deterministic, "forward convolution" + shape);
       a.fwd = c.algo;
@@ -203,7 +138,7 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
     if (p_.train && p_.need_dgrad) {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(kMax);
       int n = 0;
-      if (find)
+      if (p_.autotune)
         GPUVS_CUDNN_CHECK_OOM(cudnnFindConvolutionBackwardDataAlgorithmEx(
             h, w_desc_.get(), w, y_desc_.get(), y, bwd_data_desc_.get(), x_desc_.get(), dx, kMax,
             &n, perf.data(), ws, ws_bytes));
@@ -211,15 +146,6 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
         GPUVS_CUDNN_CHECK_OOM(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, w_desc_.get(), y_desc_.get(), bwd_data_desc_.get(), x_desc_.get(), kMax, &n,
             perf.data()));
-      if (bounded)
-        time_first_candidates(h, perf, n, p_.search_limit, p_.tensor_ops, p_.dtype, ws_bytes,
-                              p_.deterministic, [&](const cudnnConvolutionBwdDataAlgoPerf_t& c) {
-                                bwd_data_desc_.set_math(math_of(c.mathType));
-                                return cudnnConvolutionBackwardData(
-                                    h, &one, w_desc_.get(), w, y_desc_.get(), y,
-                                    bwd_data_desc_.get(), c.algo, ws, ws_bytes, &zero,
-                                    x_desc_.get(), dx);
-                              });
       const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
                              p_.deterministic, "backward-data convolution" + shape);
       a.bwd_data = c.algo;
@@ -229,7 +155,7 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
     if (p_.train) {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(kMax);
       int n = 0;
-      if (find)
+      if (p_.autotune)
         GPUVS_CUDNN_CHECK_OOM(cudnnFindConvolutionBackwardFilterAlgorithmEx(
             h, x_desc_.get(), x, y_desc_.get(), y, bwd_filter_desc_.get(), w_desc_.get(), dw, kMax,
             &n, perf.data(), ws, ws_bytes));
@@ -237,15 +163,6 @@ void Conv2d::select_algorithms(cudnnHandle_t h, ConvAlgoCache& cache, void* x, v
         GPUVS_CUDNN_CHECK_OOM(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, x_desc_.get(), y_desc_.get(), bwd_filter_desc_.get(), w_desc_.get(), kMax, &n,
             perf.data()));
-      if (bounded)
-        time_first_candidates(h, perf, n, p_.search_limit, p_.tensor_ops, p_.dtype, ws_bytes,
-                              p_.deterministic, [&](const cudnnConvolutionBwdFilterAlgoPerf_t& c) {
-                                bwd_filter_desc_.set_math(math_of(c.mathType));
-                                return cudnnConvolutionBackwardFilter(
-                                    h, &one, x_desc_.get(), x, y_desc_.get(), y,
-                                    bwd_filter_desc_.get(), c.algo, ws, ws_bytes, &zero,
-                                    w_desc_.get(), dw);
-                              });
       const auto& c = choose(perf, n, p_.tensor_ops, p_.dtype, ws_bytes, p_.autotune,
                              p_.deterministic, "backward-filter convolution" + shape);
       a.bwd_filter = c.algo;

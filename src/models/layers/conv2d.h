@@ -6,8 +6,7 @@
 // Winograd algorithms unless a shape has nothing else (their ~1e-4 per-element error
 // in fp32 flips ReLU masks against PyTorch and grows through the backward). Without
 // autotuning, the first usable algorithm in cuDNN's heuristic order (cudnnGet*_v7,
-// nothing run). A bounded search (Params::search_limit) times only the first few
-// candidates of that order. Deterministic mode takes only algorithms cuDNN reports as
+// nothing run). Deterministic mode takes only algorithms cuDNN reports as
 // deterministic (with autotune off, the same ones on every run).
 #pragma once
 
@@ -44,15 +43,10 @@ class Conv2d {
     int k = 0, r = 1;                // k outputs, r x r window
     int stride = 1, pad = 0;
     DType dtype = DType::kF32;
-    bool tensor_ops = true;  // false: FP32 FMA math only (fp32 precision)
-    bool need_dgrad = true;  // false for the first layer (no input gradient)
-    bool train = true;       // false: forward algorithm only
-    bool autotune = true;    // false: cuDNN's heuristic order (cudnnGet*_v7), untimed
-    // With autotune: 0 times every algorithm (cudnnFind*AlgorithmEx); N > 0 times only
-    // the first N usable candidates of cuDNN's heuristic order on the real buffers (3
-    // runs each after one untimed), like PyTorch's torch.backends.cudnn.benchmark_limit:
-    // at large batches timing every algorithm, the slow ones included, takes minutes.
-    int search_limit = 0;
+    bool tensor_ops = true;      // false: FP32 FMA math only (fp32 precision)
+    bool need_dgrad = true;      // false for the first layer (no input gradient)
+    bool train = true;           // false: forward algorithm only
+    bool autotune = true;        // false: cuDNN's heuristic order (cudnnGet*_v7), untimed
     bool deterministic = false;  // only CUDNN_DETERMINISTIC algorithms (none: an error)
   };
 

@@ -84,8 +84,7 @@ ConvBn ResNet50::make_conv_bn(const std::string& conv_name, const std::string& b
   p.need_dgrad = conv_name != "conv1";
   p.train = train_;
   p.autotune = timed_search();
-  p.search_limit = search_limit();
-  p.deterministic = config_.deterministic;
+  p.deterministic = deterministic_algorithms();
   l.conv = std::make_unique<Conv2d>(p);
   l.w_entry = layout_.add_conv(conv_name, out_c, in_c, r, c_stored);
   l.bn_entry = layout_.add_bn(bn_name, out_c);
@@ -114,7 +113,7 @@ int ResNet50::probe_input_channels() {
     p.need_dgrad = false;
     p.train = train_;
     p.autotune = false;  // heuristics only: nothing runs, no buffers needed
-    p.deterministic = config_.deterministic;
+    p.deterministic = deterministic_algorithms();
     try {
       Conv2d conv(p);
       ConvAlgoCache cache;
@@ -260,7 +259,7 @@ void ResNet50::select_algorithms() {
   // deterministic mode (fp32 has no deterministic NHWC backward-data algorithm below
   // that for some layers).
   const size_t search_cap_mib = dtype_ == DType::kF32 ? 4096 : 1024;
-  const size_t heuristic_cap = config_.deterministic ? size_t(4096) << 20 : size_t(256) << 20;
+  const size_t heuristic_cap = deterministic_algorithms() ? size_t(4096) << 20 : size_t(256) << 20;
   DeviceBuffer search;
   if (timed_search()) {
     for (size_t mib : {size_t(4096), size_t(2048), size_t(1024), size_t(512), size_t(256),
@@ -295,11 +294,11 @@ void ResNet50::select_algorithms() {
 }
 
 std::string ResNet50::algorithm_search() const {
-  if (config_.deterministic) return "cuDNN heuristic order, deterministic algorithms only";
-  if (!config_.autotune) return "cuDNN heuristic order (untimed)";
-  if (const int k = search_limit(); k > 0)
-    return fmt::format("first {} cuDNN heuristic candidates timed (batch above {})", k,
+  if (config_.deterministic) return "cuDNN heuristic order, deterministic algorithms (untimed)";
+  if (deterministic_algorithms())
+    return fmt::format("cuDNN heuristic order, deterministic algorithms (untimed; batch above {})",
                        kFullSearchMaxBatch);
+  if (!config_.autotune) return "cuDNN heuristic order (untimed)";
   return "every cuDNN algorithm timed (cudnnFind)";
 }
 

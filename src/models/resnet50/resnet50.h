@@ -41,13 +41,15 @@ constexpr int kClasses = 1000;
 constexpr int kInputChannelChoices[2] = {4, 8};  // stored input channels, first that works
 constexpr float kBaseLr = 0.1f;                  // for 256 images per step
 constexpr float kMomentum = 0.9f;
-// Above this batch the cuDNN search times only the first kBoundedSearchCandidates of
-// cuDNN's heuristic order per layer and direction (Conv2d::Params::search_limit):
-// cudnnFind at batch 2584 took about 90 s on an H200 (every algorithm of every layer
-// shape timed, the slow ones included), at 256 a few seconds. `gpuvs run`'s batch 256
+// Above this batch the convolution algorithms are cuDNN's heuristic order among its
+// deterministic algorithms, untimed. Measured on an H200 (bf16 training): timing every
+// algorithm (cudnnFind) took about 90 s at batch 2584; timing only the first 4
+// heuristic candidates took 93 s at 1024 and 228 s at 2576, whose steps then ran 7 s
+// (361 img/s); cuDNN's first heuristic choice, untimed, ran 6-7 s steps from 2176 up;
+// its first deterministic choice ran 8208 img/s at 2048 (8198 at 1024, where the
+// timed candidates gave 8225) and builds in about a second. `gpuvs run`'s batch 256
 // keeps the full search.
 constexpr int kFullSearchMaxBatch = 512;
-constexpr int kBoundedSearchCandidates = 4;
 constexpr float kWeightDecay = 1e-4f;
 
 // One convolution and the BN (+ReLU) after it, with the activations it keeps.
@@ -105,9 +107,13 @@ class ResNet50 final : public Model {
  private:
   // Algorithms timed at construction (cudnnFind*): autotuning asked for and not
   // deterministic mode, whose choice must not depend on a timing.
-  bool timed_search() const { return config_.autotune && !config_.deterministic; }
-  int search_limit() const {
-    return timed_search() && n_ > kFullSearchMaxBatch ? kBoundedSearchCandidates : 0;
+  bool timed_search() const {
+    return config_.autotune && !config_.deterministic && n_ <= kFullSearchMaxBatch;
+  }
+  // Untimed above kFullSearchMaxBatch: cuDNN's heuristic order, deterministic
+  // algorithms only (see kFullSearchMaxBatch), with or without autotuning asked for.
+  bool deterministic_algorithms() const {
+    return config_.deterministic || n_ > kFullSearchMaxBatch;
   }
   int probe_input_channels();
   void build_layers();

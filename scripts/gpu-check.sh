@@ -424,7 +424,7 @@ if [[ -n $out_dir ]]; then
       timed detect "$t/detect.txt" -- detect --cache "$t/cache"
       timed tune-show-env "$t/tune.env" -- tune --show "$t/tune.json" --emit env
       timed tune-show-python "$t/tune.py" -- tune --show "$t/tune.json" --emit python
-      timed tune-show "$t/tune.txt" -- tune --show "$t/tune.json"
+      timed tune-show "$t/tune-table.txt" -- tune --show "$t/tune.json"
       timed batch-max-resnet50 "$t/batch-max/resnet50.txt" -- --out "$t/batch-max" \
         --progress plain model resnet50 --mode train --precision bf16 --batch max --gpu 0
       timed batch-max-bert-large "$t/batch-max/bert-large.txt" -- --out "$t/batch-max" \

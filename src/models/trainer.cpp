@@ -268,7 +268,7 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   const auto [free_before, total] = device_memory_info();
   const double used_before = static_cast<double>(total - free_before);
 
-  progress(cfg.autotune ? "building (library algorithm search)" : "building");
+  progress("building");
   std::unique_ptr<Model> model;
   try {
     model = build_model(cfg, ctx.device);

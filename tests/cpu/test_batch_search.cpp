@@ -139,22 +139,21 @@ TEST(BatchSearch, OverPredictingLineStillConverges) {
             1);
 }
 
-// The same curved memory with the default relative stop: the bracket closes once it is
-// at most 2 % of the largest fit, in fewer candidates than closing it to 8.
+// The default relative stop: with no memory figure to predict from, the search
+// bisects, and stops once the bracket is at most 2 % of the largest fit, in fewer
+// candidates than closing it to 8.
 TEST(BatchSearch, RelativeWidthClosesEarlier) {
   FakeGpu gpu;
-  auto curved = [&](int b) {
-    gpu.tried.push_back(b);
-    const double used = gpu.fixed + gpu.per_item * b + 2e4 * double(b) * b;
-    if (gpu.baseline + used > gpu.total) return FitProbe{false, std::nullopt, "out of memory"};
-    return FitProbe{true, used, ""};
+  auto blind = [&](int b) {
+    FitProbe p = gpu(b);
+    p.used_bytes.reset();
+    return p;
   };
-  BatchSearchOptions exact = options_for(gpu);
-  const BatchSearchResult narrow = search_max_batch(curved, exact);
+  const BatchSearchOptions exact = options_for(gpu);
+  const BatchSearchResult narrow = search_max_batch(blind, exact);
   BatchSearchOptions o = exact;
   o.relative_width = 0.02;
-  gpu.tried.clear();
-  const BatchSearchResult r = search_max_batch(curved, o);
+  const BatchSearchResult r = search_max_batch(blind, o);
   ASSERT_GT(r.max_batch, 0);
   ASSERT_GT(r.first_failure, r.max_batch);
   EXPECT_LE(r.first_failure - r.max_batch, std::max(8, static_cast<int>(0.02 * r.max_batch)));

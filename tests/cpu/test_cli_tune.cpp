@@ -130,6 +130,47 @@ TEST(CliTune, ShowPythonIsParsedByPython) {
   EXPECT_EQ(o.out, "gpuvs.tune/1 2 856 True Tree\n") << o.err;
 }
 
+// The result measured on an H200 (data/reference/h200-tune.json, `gpuvs tune --model
+// all`): every form of --show works on it as on the fixtures.
+const std::string kH200 = std::string(GPUVS_SOURCE_DIR) + "/data/reference/h200-tune.json";
+
+TEST(CliTune, H200ReferenceInEveryForm) {
+  const CliOutcome table = run_gpuvs("tune --show " + kH200);
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("resnet50 train"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("nccl: one GPU"), std::string::npos) << table.out;
+
+  const CliOutcome json = run_gpuvs("--json tune --show " + kH200);
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(gpuvs::tune::parse_tune_document(json.out, "stdout"),
+            gpuvs::tune::load_tune_file(kH200));
+
+  if (have("bash")) {
+    const CliOutcome env = run_gpuvs("tune --show " + kH200 + " --emit env");
+    ASSERT_EQ(env.code, 0) << env.err;
+    const fs::path file =
+        fs::temp_directory_path() / ("gpuvs_tune_h200_" + std::to_string(::getpid()) + ".sh");
+    std::ofstream(file) << env.out;
+    // One GPU: no collectives, and nothing else measured is an environment variable.
+    const std::string sourced =
+        shell_out("bash -c 'set -eu; source " + file.string() + "; echo sourced'");
+    fs::remove(file);
+    EXPECT_EQ(sourced, "sourced\n") << env.out;
+    EXPECT_EQ(env.out.find("export "), std::string::npos) << env.out;
+  }
+  if (have("python3")) {
+    const CliOutcome py = run_gpuvs(
+        "tune --show " + kH200 +
+        " --emit python | python3 -c 'import ast, sys; d = ast.literal_eval(sys.stdin.read()); "
+        "s = d[\"devices\"][0][\"settings\"]; "
+        "print(s[\"resnet50\"][\"train\"][\"precision\"], s[\"resnet50\"][\"train\"][\"batch\"], "
+        "s[\"bert-large\"][\"train\"][\"precision\"], "
+        "s[\"bert-large\"][\"infer\"][\"cuda_graph\"])'");
+    EXPECT_EQ(py.code, 0) << py.err;
+    EXPECT_EQ(py.out, "fp16 2496 fp8 True\n") << py.err;
+  }
+}
+
 class CliTuneCache : public gpuvs_test::ScratchDirTest {
  protected:
   CliTuneCache() : ScratchDirTest("gpuvs_cli_tune") {}

@@ -109,7 +109,8 @@ TEST(ModelRun, OutOfMemoryIsCaughtAndTheGpuRecovers) {
 }
 
 // The search on one configuration: it went past the memory, found the largest fit
-// within 8 of the first failure, and its recommended batch fits with autotuning.
+// within 8 or 2 % of the first failure, and its recommended batch fits with
+// autotuning.
 // Returns the largest fit.
 int check_batch_search(const ModelConfig& config) {
   const double t0 = steady_wall_clock().now_s();
@@ -127,7 +128,9 @@ int check_batch_search(const ModelConfig& config) {
                           [](const BatchProbe& p) { return !p.probe.fits; }))
       << "the search went past the memory: " << tried;
   EXPECT_GT(r.first_failure, r.max_batch);
-  EXPECT_LE(r.first_failure - r.max_batch, 8) << tried;
+  EXPECT_LE(r.first_failure - r.max_batch,
+            std::max(8, static_cast<int>(BatchSearchOptions{}.relative_width * r.max_batch)))
+      << tried;
   EXPECT_GT(r.recommended_batch, 0);
   EXPECT_LE(r.recommended_batch, r.max_batch);
   // One line per candidate, then the answer.

@@ -36,7 +36,7 @@ std::unique_ptr<Progress> make_progress(const GlobalOptions& options) {
 }
 
 std::filesystem::path run_file_path(const GlobalOptions& options, const std::string& command,
-                                    const Meta& meta) {
+                                    const Meta& meta, std::optional<int> rank) {
   const std::filesystem::path dir = options.out_dir.empty() ? "gpuvs-results" : options.out_dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -49,7 +49,8 @@ std::filesystem::path run_file_path(const GlobalOptions& options, const std::str
   std::string host = meta.host;
   for (char& c : host)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_') c = '_';
-  return dir / fmt::format("{}-{}-{}.json", command, stamp, host);
+  const std::string who = rank ? fmt::format("{}-rank{}", host, *rank) : host;
+  return dir / fmt::format("{}-{}-{}.json", command, stamp, who);
 }
 
 std::vector<int> parse_gpu_list(const std::string& text, int count) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,10 @@ std::unique_ptr<Progress> make_progress(const GlobalOptions& options);
 Meta make_meta(const std::string& command, const std::vector<std::string>& argv);
 std::string version_line();  // "gpuvs 0.1.0 (git 0123456789ab)"
 
-// "<out>/<command>-<UTC stamp>-<host>.json"; creates the directory.
+// "<out>/<command>-<UTC stamp>-<host>.json", "...-<host>-rank<R>.json" for one rank of
+// several that each write their own; creates the directory.
 std::filesystem::path run_file_path(const GlobalOptions& options, const std::string& command,
-                                    const Meta& meta);
+                                    const Meta& meta, std::optional<int> rank = std::nullopt);
 
 // Parse a GPU list "0,1" (empty: all of `count`). Bad or out-of-range: UsageError.
 std::vector<int> parse_gpu_list(const std::string& text, int count);

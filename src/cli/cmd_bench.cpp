@@ -89,12 +89,9 @@ void check_before_measuring(const BenchArgs& a, const comm::CollectiveOptions& o
   const comm::LaunchRequest& request = o.launch;
   const bool ranks_asked = request.rank || request.ranks || !request.rendezvous.empty();
   if (ranks_asked) {
-#if GPUVS_HAVE_CUDA
-    const bool have_mpi = comm::built_with_mpi();
-#else
-    const bool have_mpi = false;
-#endif
-    const comm::Launch launch = comm::detect_launch(request, comm::process_env(), have_mpi);
+    // Contradictions now, before any GPU; how the ranks meet is the session's to
+    // decide (only the collectives need it).
+    const comm::Launch launch = comm::detect_ranks(request, comm::process_env());
     if (launch.multi_process() && !o.nccl_tests_dir.empty())
       throw UsageError(
           "--nccl-tests runs beside a single-process run only (it drives every GPU from one "

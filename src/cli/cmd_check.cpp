@@ -14,6 +14,7 @@
 #include "check/output.h"
 #include "cli/app.h"
 #include "cli/options.h"
+#include "comm/launch.h"
 #include "core/atomic_file.h"
 #include "core/text.h"
 #include "gpu/nvml.h"
@@ -69,8 +70,11 @@ void run_check(const CheckArgs& args, const check::Level& level, CliContext& ctx
   const int count = static_cast<int>(library.device_count().value_or(0));
   if (count == 0) throw CannotRunError("check: NVML sees no GPU; nothing was checked");
 
+  // One rank of several on this node (srun --ntasks-per-node=<GPUs>) checks the GPU of
+  // its local rank, by NVML index; one rank per node (or one process) checks the list.
+  const comm::Launch ranks = comm::detect_ranks({}, comm::process_env());
   check::CheckRequest request;
-  request.gpus = parse_gpu_list(args.gpus, count);
+  request.gpus = comm::rank_devices(ranks, count, parse_gpu_list(args.gpus, count));
   request.xid_window_s = args.xid_window_s;
   // The tune cache's fingerprints: a driver that changed since a GPU was tuned warns.
   // A cache that cannot be read is no reason to fail a health check: nothing to compare.
@@ -99,7 +103,10 @@ void run_check(const CheckArgs& args, const check::Level& level, CliContext& ctx
   else
     print_text(stdout, "{}", check::render_text(report));
   if (!ctx.global.out_dir.empty())
-    write_file_atomically(run_file_path(ctx.global, "check", meta), json, "the check file");
+    write_file_atomically(
+        run_file_path(ctx.global, "check", meta,
+                      ranks.multi_process() ? std::optional<int>(ranks.rank) : std::nullopt),
+        json, "the check file");
   if (!args.prometheus.empty())
     write_file_atomically(args.prometheus, check::prometheus_text(report), "the Prometheus file");
   ctx.exit_code = report.exit_code;
@@ -131,7 +138,9 @@ void add_check_command(CLI::App& app, CliContext& ctx) {
   sub->footer(
       "Exit code: 0 every GPU passes; 1 a GPU fails; 4 warnings only; 3 could not run (no "
       "driver, no GPU); 2 usage error. --json prints the gpuvs.check/1 document; with the "
-      "global --out DIR it is also written to DIR/check-<UTC stamp>-<host>.json.");
+      "global --out DIR it is also written to DIR/check-<UTC stamp>-<host>.json "
+      "(-<host>-rank<R>.json for each rank under srun or mpirun, which checks the GPU of its "
+      "local rank when the node has several ranks).");
   sub->callback([&ctx, args] {
     const check::Level& level = check_args(*args);
     run_check(*args, level, ctx);

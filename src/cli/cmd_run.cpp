@@ -12,6 +12,7 @@
 #include "cli/app.h"
 #include "cli/options.h"
 #include "cli/session.h"
+#include "comm/launch.h"
 #include "core/atomic_file.h"
 #include "core/embedded.h"
 #include "core/text.h"
@@ -103,6 +104,9 @@ void add_run_command(CLI::App& app, CliContext& ctx) {
       ctx.exit_code = run_session(ctx.global, options);
     } catch (const CannotRunError& e) {
       if (!gpus->empty()) throw;  // GPUs were asked for by number: that is the answer
+      // One rank of a launcher's (srun, mpirun): a node without a GPU is the answer a
+      // fleet's script needs (exit 3), not a demonstration.
+      if (comm::detect_ranks({}, comm::process_env()).multi_process()) throw;
       std::fprintf(stderr, "gpuvs: %s\n", e.what());
       ctx.exit_code = show_reference(ctx.global);
     }

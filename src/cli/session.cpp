@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/run_html.h"
@@ -31,49 +32,63 @@ void throw_built_without_cuda(const std::string& command) {
 
 namespace {
 
-// Several processes, one per GPU (mpirun, srun, NCCL_COMM_ID, a rendezvous file):
-// only the collectives run, each rank on its GPU; rank 0 writes the run file.
-void require_collectives_only(const SessionOptions& options, const comm::Launch& launch) {
-  for (const BenchmarkInfo* b : options.benchmarks) {
-    if (b->group != "collectives") {
-      throw UsageError(fmt::format(
-          "this is rank {} of {} ({}): with one process per GPU only the collectives run; use "
-          "`gpuvs bench collectives` (benchmark '{}' measures one GPU: run it without the "
-          "launcher)",
-          launch.rank, launch.world_size, launch.source, b->name));
-    }
-  }
+bool is_collective(const BenchmarkInfo* b) {
+  return b->group == "collectives";
 }
 
 }  // namespace
 
 ExitCode run_session(const GlobalOptions& global, const SessionOptions& options) {
-  const comm::Launch launch =
-      comm::detect_launch(options.collectives.launch, comm::process_env(), comm::built_with_mpi());
-  if (launch.multi_process()) require_collectives_only(options, launch);
+  // Several processes (mpirun, srun, NCCL_COMM_ID, a rendezvous file): every rank
+  // measures its own node's GPUs (the GPU of its local rank when the node has several
+  // ranks) and writes its own run file, named with its host and rank; the collectives,
+  // when asked, run over all ranks, one GPU each, once the ranks have met. Ranks that
+  // have no way to meet run the collectives within their node, as one process would.
+  const bool collectives =
+      std::any_of(options.benchmarks.begin(), options.benchmarks.end(), is_collective);
+  const bool per_node =
+      !std::all_of(options.benchmarks.begin(), options.benchmarks.end(), is_collective);
+  const comm::Launch ranks = comm::detect_ranks(options.collectives.launch, comm::process_env());
+  comm::Launch launch = ranks;
+  std::string unmet;  // why the ranks cannot meet, when that does not stop the run
+  if (ranks.multi_process() && collectives) {
+    try {
+      launch = comm::detect_launch(options.collectives.launch, comm::process_env(),
+                                   comm::built_with_mpi());
+    } catch (const UsageError& e) {
+      if (!per_node) throw;
+      unmet = e.what();
+    }
+  }
+  const bool meet = launch.multi_process() && launch.mode != comm::LaunchMode::kSingleProcess;
 
   RunFile run;
   run.meta = make_meta(options.command, global.argv);
   run.system = probe_system();  // CannotRunError (exit 3) when there is no GPU
+  const int visible = static_cast<int>(run.system.gpus.size());
+  const std::vector<int> node_devices =
+      comm::rank_devices(ranks, visible, parse_gpu_list(options.gpu_list, visible));
   std::unique_ptr<comm::World> world;
-  std::vector<int> devices;
-  if (launch.multi_process()) {
-    world = comm::join_world(launch, options.collectives.timeout_s,
-                             static_cast<int>(run.system.gpus.size()));
-    devices = {world->device};
-  } else {
-    devices = parse_gpu_list(options.gpu_list, static_cast<int>(run.system.gpus.size()));
-  }
-  // Rank 0 (or the only process) writes the run file and talks on stdout.
-  const bool writer = world == nullptr || world->rank() == 0;
+  if (meet) world = comm::join_world(launch, options.collectives.timeout_s, visible);
+  std::vector<int> devices = node_devices;  // what the monitor watches
+  if (world && !per_node) devices = {world->device};
+  // Every rank with a node of its own to measure writes a run file; with collectives
+  // only, rank 0 writes the one file. Rank 0 (or the only process) talks on stdout.
+  const bool writer = !ranks.multi_process() || per_node || ranks.rank == 0;
+  const bool talks = ranks.rank == 0;
   GlobalOptions shown = global;
-  if (!writer) shown.quiet = true;
+  if (!talks) shown.quiet = true;
   const auto path =
-      writer ? run_file_path(global, options.command, run.meta) : std::filesystem::path();
+      writer ? run_file_path(global, options.command, run.meta,
+                             ranks.multi_process() && per_node ? std::optional<int>(ranks.rank)
+                                                               : std::nullopt)
+             : std::filesystem::path();
   auto save = [&] {
     if (writer) save_run_file(run, path);
   };
   save();  // the file exists from the start, complete at every step
+  if (!unmet.empty() && talks)
+    print_text(stderr, "gpuvs: the collectives run within each node: {}\n", unmet);
 
   // Utilization of the measured GPUs while the session runs (docs/monitor.md). Only
   // the writer samples, its own GPUs: one NVML thread per host, not per rank.
@@ -86,18 +101,22 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
       if (!global.quiet) print_text(stderr, "gpuvs: monitor: {}\n", note);
   }
 
-  // One step per (benchmark, GPU), or per benchmark for those that need every GPU.
+  // One step per (benchmark, GPU), or per benchmark for those that need every GPU; the
+  // collectives of ranks that met take each rank's one GPU.
   struct Step {
     const BenchmarkInfo* bench;
-    int device;  // -1: all selected GPUs
+    int device;  // -1: all of `devices`
+    std::vector<int> devices;
   };
   std::vector<Step> steps;
   for (const BenchmarkInfo* bench : options.benchmarks) {
+    const std::vector<int> on =
+        world && is_collective(bench) ? std::vector<int>{world->device} : node_devices;
     if (bench->scope == BenchScope::kAllDevices) {
-      steps.push_back({bench, -1});
+      steps.push_back({bench, -1, on});
     } else {
-      for (int device : devices)
-        steps.push_back({bench, device});
+      for (int device : on)
+        steps.push_back({bench, device, {device}});
     }
   }
 
@@ -109,19 +128,19 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   for (size_t i = 0; i < steps.size() && !aborted; ++i) {
     const Step& s = steps[i];
     const std::string where =
-        world != nullptr ? fmt::format("{} ranks", world->size())
+        world != nullptr && is_collective(s.bench) ? fmt::format("{} ranks", world->size())
         : s.device < 0
-            ? fmt::format("{} GPU(s)", devices.size())
+            ? fmt::format("{} GPU(s)", s.devices.size())
             : fmt::format("GPU {} ({})", s.device, short_gpu_name(run.system.gpus[s.device].name));
     progress->step(fmt::format("{} on {}", s.bench->name, where));
     BenchContext ctx{.system = run.system,
-                     .device = s.device < 0 ? devices.front() : s.device,
+                     .device = s.device < 0 ? s.devices.front() : s.device,
                      .options = options.measure,
                      .quick = options.quick,
                      .clock = steady_wall_clock(),
-                     .devices = devices,
+                     .devices = s.devices,
                      .collectives = &options.collectives,
-                     .world = world.get(),
+                     .world = is_collective(s.bench) ? world.get() : nullptr,
                      .comm_record = &run.comm,
                      .progress = [&](const std::string& detail) { progress->detail(detail); },
                      .checkpoint =
@@ -148,10 +167,10 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
       progress->fail(e.what());
       aborted = true;
-      if (!writer) print_text(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
+      if (!talks) print_text(stderr, "gpuvs rank {}: error: {}\n", ranks.rank, e.what());
     } catch (const Error& e) {
       run.errors.push_back({fmt::format("bench {} on {}", s.bench->name, where), e.what()});
-      if (!writer) print_text(stderr, "gpuvs rank {}: error: {}\n", world->rank(), e.what());
+      if (!talks) print_text(stderr, "gpuvs rank {}: error: {}\n", ranks.rank, e.what());
       // `gpuvs model` asked for what this GPU or model cannot do (fp8 on ResNet-50):
       // a usage error, exit 2, once the run file records it (main says why, once).
       if (options.model && e.code() == ExitCode::kUsage) {
@@ -162,7 +181,7 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     }
     if (recorder) {
       recorder->step_done(run.results, first_result, std::string(s.bench->name), step_begin_s,
-                          s.device < 0 ? devices : std::vector<int>{s.device});
+                          s.devices);
     }
     run.meta.finished_at = utc_now_iso8601();
     save();
@@ -182,6 +201,10 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   }
 
   if (!writer) return exit_code_for(run);
+  if (!talks) {
+    // Another rank's own run file: saved above; its summary is rank 0's to print.
+    return exit_code_for(run);
+  }
   // The HTML report beside the run file; the run file stands on its own if it fails.
   std::filesystem::path html = path;
   html.replace_extension(".html");

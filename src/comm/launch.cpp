@@ -30,15 +30,16 @@ struct LauncherVars {
   const char* rank;
   const char* size;
   const char* local_rank;
-  bool mpi;  // MPI_Init works under this launcher
+  const char* local_size;  // nullptr: Slurm's, read by slurm_tasks_per_node
+  bool mpi;                // MPI_Init works under this launcher
 };
 constexpr LauncherVars kLaunchers[] = {
     {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     true},
-    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", true},
+     "OMPI_COMM_WORLD_LOCAL_SIZE", true},
+    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", true},
     // SLURM_NTASKS is also set inside an sbatch script, where one process runs: only
     // a step started by srun has SLURM_STEP_NUM_TASKS.
-    {"Slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", true},
+    {"Slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", nullptr, true},
 };
 
 }  // namespace
@@ -65,9 +66,32 @@ EnvLookup process_env() {
   };
 }
 
-Launch detect_launch(const LaunchRequest& request, const EnvLookup& env, bool have_mpi) {
+std::optional<int> slurm_tasks_per_node(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  const std::string& t = *text;
+  const size_t digits = t.find_first_not_of("0123456789");
+  const std::string head = t.substr(0, digits);
+  const auto n = parse_int(head.empty() ? std::nullopt : std::optional<std::string>(head));
+  if (!n || *n < 1) return std::nullopt;
+  if (digits == std::string::npos) return n;
+  // "4(x16)": four on each of 16 nodes; anything after it is another count.
+  const std::string rest = t.substr(digits);
+  if (rest.size() > 3 && rest.rfind("(x", 0) == 0 && rest.back() == ')' &&
+      rest.find_first_not_of("0123456789", 2) == rest.size() - 1)
+    return n;
+  return std::nullopt;
+}
+
+std::vector<int> rank_devices(const Launch& launch, int visible,
+                              const std::vector<int>& requested) {
+  if (!launch.multi_process() || visible < 1 || !launch.local_size || *launch.local_size <= 1 ||
+      !launch.local_rank)
+    return requested;
+  return {*launch.local_rank % visible};
+}
+
+Launch detect_ranks(const LaunchRequest& request, const EnvLookup& env) {
   Launch launch;
-  bool launcher_has_mpi = false;
   if (request.rank.has_value() != request.ranks.has_value()) {
     throw UsageError("--rank and --ranks go together: give both (e.g. --rank 1 --ranks 2)");
   }
@@ -83,8 +107,12 @@ Launch detect_launch(const LaunchRequest& request, const EnvLookup& env, bool ha
       launch.rank = *rank;
       launch.world_size = *size;
       launch.local_rank = parse_int(env(l.local_rank));
+      launch.local_size = l.local_size != nullptr
+                              ? parse_int(env(l.local_size))
+                              : slurm_tasks_per_node(env("SLURM_NTASKS_PER_NODE"));
+      if (l.local_size == nullptr && !launch.local_size)
+        launch.local_size = slurm_tasks_per_node(env("SLURM_STEP_TASKS_PER_NODE"));
       launch.source = l.name;
-      launcher_has_mpi = l.mpi;
       break;
     }
   }
@@ -107,8 +135,19 @@ Launch detect_launch(const LaunchRequest& request, const EnvLookup& env, bool ha
   }
   if (!launch.multi_process()) {
     launch.source.clear();
-    return launch;  // one process, every local GPU; a rendezvous has nothing to do
+    launch.local_rank.reset();
+    launch.local_size.reset();
   }
+  return launch;
+}
+
+Launch detect_launch(const LaunchRequest& request, const EnvLookup& env, bool have_mpi) {
+  Launch launch = detect_ranks(request, env);
+  // one process, every local GPU; a rendezvous has nothing to do
+  if (!launch.multi_process()) return launch;
+  bool launcher_has_mpi = false;
+  for (const LauncherVars& l : kLaunchers)
+    if (launch.source == l.name) launcher_has_mpi = l.mpi;
 
   if (!launch.rendezvous_file.empty()) {
     launch.mode = LaunchMode::kFile;

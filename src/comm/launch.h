@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuvs::comm {
 
@@ -37,6 +38,7 @@ struct Launch {
   int rank = 0;
   int world_size = 1;
   std::optional<int> local_rank;          // from the launcher, when it says
+  std::optional<int> local_size;          // ranks on this host, when the launcher says
   std::string source;                     // where rank and size came from: "--rank/--ranks",
                                           // "Open MPI", "PMI", "Slurm", "" when single
   std::filesystem::path rendezvous_file;  // kFile
@@ -50,10 +52,27 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
 // The process environment.
 EnvLookup process_env();
 
+// Rank, size, local rank and size and the rendezvous path from the options and the
+// launcher's variables, without deciding how the ranks meet (mode kSingleProcess):
+// enough for ranks that each measure their own node and never talk. Throws
+// UsageError for contradictions (--rank without --ranks, a rank out of range, a
+// malformed rendezvous).
+Launch detect_ranks(const LaunchRequest& request, const EnvLookup& env);
+
 // Decide the launch. Throws UsageError for contradictions (--rank without --ranks, a
 // rank out of range, an unknown rendezvous) and when several ranks have no way to
 // meet (a launcher's ranks, no MPI in this build, no NCCL_COMM_ID, no rendezvous).
 Launch detect_launch(const LaunchRequest& request, const EnvLookup& env, bool have_mpi);
+
+// Slurm's tasks on this node from SLURM_NTASKS_PER_NODE or SLURM_STEP_TASKS_PER_NODE
+// ("4", "4(x16)"): nullopt where it is not one count for every node ("2(x3),1").
+std::optional<int> slurm_tasks_per_node(const std::optional<std::string>& text);
+
+// The GPUs one rank measures on its own node: with several ranks on the node (the
+// launcher says how many), the GPU of its local rank (local_rank % visible);
+// otherwise `requested` (the --gpu list, every GPU by default). A single process
+// gets `requested`.
+std::vector<int> rank_devices(const Launch& launch, int visible, const std::vector<int>& requested);
 
 // Every NCCL_* variable of the environment, sorted (recorded in the run file).
 std::map<std::string, std::string> nccl_environment();

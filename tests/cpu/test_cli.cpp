@@ -160,11 +160,40 @@ TEST(Cli, RanksWithoutAWayToMeetAreToldHow) {
             std::string::npos)
       << o.err;
   EXPECT_NE(o.err.find("--rendezvous file:PATH"), std::string::npos) << o.err;
-  // With ranks, only the collectives run.
-  const Outcome m =
-      run_gpuvs("--out " + out_dir() + " bench memory --rank 0 --ranks 2 --rendezvous file:/tmp/r");
-  EXPECT_EQ(m.code, 2) << m.err;
-  EXPECT_NE(m.err.find("only the collectives run"), std::string::npos) << m.err;
+}
+
+// A launcher's ranks that each measure their own node (srun -N 64 --ntasks-per-node=1
+// gpuvs run): no way to meet is needed, so a rank on a node without a GPU says so and
+// exits 3, as one process would, instead of refusing the launch (exit 2).
+TEST(Cli, LauncherRanksOnANodeWithoutAGpuExit3) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the ranks would measure it";
+  struct Vars {
+    const char* name;
+    std::vector<std::pair<const char*, const char*>> env;
+  };
+  for (const Vars& v : std::vector<Vars>{
+           {"Slurm",
+            {{"SLURM_PROCID", "3"},
+             {"SLURM_STEP_NUM_TASKS", "64"},
+             {"SLURM_LOCALID", "0"},
+             {"SLURM_STEP_TASKS_PER_NODE", "1(x64)"}}},
+           {"Open MPI",
+            {{"OMPI_COMM_WORLD_RANK", "3"},
+             {"OMPI_COMM_WORLD_SIZE", "64"},
+             {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+             {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}},
+       }) {
+    for (const auto& [k, val] : v.env)
+      ::setenv(k, val, 1);
+    for (const char* cmd : {"run", "bench memory", "bench memory --rank 3 --ranks 64"}) {
+      const Outcome o = run_gpuvs("--out " + out_dir() + " " + cmd);
+      EXPECT_EQ(o.code, 3) << v.name << ": " << cmd << ": " << o.err;
+      EXPECT_TRUE(o.out.empty()) << v.name << ": " << cmd << ": " << o.out;
+      expect_one_clear_line(o, cmd);
+    }
+    for (const auto& [k, val] : v.env)
+      ::unsetenv(k);
+  }
 }
 
 TEST(Cli, WithoutAGpuRunShowsTheBundledReferenceAgainstTheA100) {

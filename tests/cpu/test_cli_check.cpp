@@ -297,3 +297,29 @@ TEST_F(CliCheck, LevelsNotBuiltAndBadArgumentsAreUsageErrors) {
 }
 
 }  // namespace
+
+// One rank of eight on a node (srun --ntasks-per-node=8 gpuvs check): it checks the GPU
+// of its local rank and writes its own file, named with its rank; one rank per node
+// checks every GPU.
+TEST_F(CliCheck, EachLauncherRankChecksItsGpusAndWritesItsOwnFile) {
+  const std::string out = (dir_ / "out").string();
+  ::setenv("SLURM_PROCID", "13", 1);
+  ::setenv("SLURM_STEP_NUM_TASKS", "16", 1);
+  ::setenv("SLURM_LOCALID", "5", 1);
+  ::setenv("SLURM_STEP_TASKS_PER_NODE", "8(x2)", 1);
+  const json one = document(node(8), "--out " + out);
+  EXPECT_EQ(last_code_, 0);
+  ASSERT_EQ(one["gpus"].size(), 1u) << one.dump();
+  EXPECT_EQ(one["gpus"][0]["uuid"].get<std::string>(), healthy_gpu(5)["uuid"].get<std::string>());
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out)) {
+    ++files;
+    EXPECT_NE(e.path().filename().string().find("-rank13.json"), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(files, 1);
+  ::setenv("SLURM_STEP_TASKS_PER_NODE", "1(x16)", 1);
+  EXPECT_EQ(document(node(8))["gpus"].size(), 8u);
+  for (const char* v :
+       {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"})
+    ::unsetenv(v);
+}

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "comm/launch.h"
 #include "core/error.h"
@@ -130,6 +131,92 @@ TEST(Launch, NcclEnvironmentListsOnlyNcclVariables) {
     EXPECT_EQ(k.rfind("NCCL_", 0), 0u) << k;
   ::unsetenv("NCCL_GPUVS_TEST_VAR");
   ::unsetenv("NOT_NCCL_GPUVS");
+}
+
+// Ranks that never meet (each measures its own node) need no way to meet: only
+// contradictions are errors.
+TEST(Launch, RanksWithoutAWayToMeet) {
+  const Launch l = detect_ranks({}, env_of({{"SLURM_PROCID", "3"},
+                                            {"SLURM_STEP_NUM_TASKS", "64"},
+                                            {"SLURM_LOCALID", "1"},
+                                            {"SLURM_STEP_TASKS_PER_NODE", "4(x16)"}}));
+  EXPECT_EQ(l.mode, LaunchMode::kSingleProcess);
+  EXPECT_TRUE(l.multi_process());
+  EXPECT_EQ(l.rank, 3);
+  EXPECT_EQ(l.world_size, 64);
+  EXPECT_EQ(l.local_rank, 1);
+  EXPECT_EQ(l.local_size, 4);
+  EXPECT_EQ(l.source, "Slurm");
+  // detect_launch on the same environment without MPI needs a way to meet.
+  EXPECT_NE(
+      usage_message({}, env_of({{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "64"}}), false)
+          .find("no way for them to meet"),
+      std::string::npos);
+  EXPECT_THROW(detect_ranks({1, std::nullopt, ""}, env_of({})), UsageError);
+  EXPECT_THROW(detect_ranks({5, 4, ""}, env_of({})), UsageError);
+  const Launch one = detect_ranks({}, env_of({{"OMPI_COMM_WORLD_RANK", "0"},
+                                              {"OMPI_COMM_WORLD_SIZE", "1"},
+                                              {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}));
+  EXPECT_FALSE(one.multi_process());
+  EXPECT_FALSE(one.local_size.has_value());
+}
+
+TEST(Launch, LocalSizeFromEachLauncher) {
+  EXPECT_EQ(detect_ranks({}, env_of({{"OMPI_COMM_WORLD_RANK", "5"},
+                                     {"OMPI_COMM_WORLD_SIZE", "16"},
+                                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"}}))
+                .local_size,
+            8);
+  EXPECT_EQ(
+      detect_ranks({}, env_of({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "2"}}))
+          .local_size,
+      2);
+  // --ntasks-per-node wins over the step's layout.
+  EXPECT_EQ(detect_ranks({}, env_of({{"SLURM_PROCID", "0"},
+                                     {"SLURM_STEP_NUM_TASKS", "3"},
+                                     {"SLURM_NTASKS_PER_NODE", "1"},
+                                     {"SLURM_STEP_TASKS_PER_NODE", "2,1"}}))
+                .local_size,
+            1);
+  EXPECT_FALSE(detect_ranks({}, env_of({{"SLURM_PROCID", "0"},
+                                        {"SLURM_STEP_NUM_TASKS", "3"},
+                                        {"SLURM_STEP_TASKS_PER_NODE", "2,1"}}))
+                   .local_size.has_value());
+  EXPECT_FALSE(detect_ranks({0, 2, ""}, env_of({})).local_size.has_value());
+}
+
+TEST(Launch, SlurmTasksPerNode) {
+  EXPECT_EQ(slurm_tasks_per_node(std::string("8")), 8);
+  EXPECT_EQ(slurm_tasks_per_node(std::string("4(x16)")), 4);
+  EXPECT_FALSE(slurm_tasks_per_node(std::string("2(x3),1")).has_value());
+  EXPECT_FALSE(slurm_tasks_per_node(std::string("2,1")).has_value());
+  EXPECT_FALSE(slurm_tasks_per_node(std::string("")).has_value());
+  EXPECT_FALSE(slurm_tasks_per_node(std::string("0")).has_value());
+  EXPECT_FALSE(slurm_tasks_per_node(std::string("x")).has_value());
+  EXPECT_FALSE(slurm_tasks_per_node(std::string("4(x)")).has_value());
+  EXPECT_FALSE(slurm_tasks_per_node(std::nullopt).has_value());
+}
+
+TEST(Launch, EachRankTakesItsGpusOfTheNode) {
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  Launch one;  // a single process: what was asked
+  EXPECT_EQ(rank_devices(one, 8, all), all);
+  Launch per_node;  // one rank per node: every GPU of the node
+  per_node.world_size = 64;
+  per_node.rank = 3;
+  per_node.local_rank = 0;
+  per_node.local_size = 1;
+  EXPECT_EQ(rank_devices(per_node, 8, all), all);
+  EXPECT_EQ(rank_devices(per_node, 8, {2}), std::vector<int>{2});
+  Launch per_gpu = per_node;  // one rank per GPU: its local rank's
+  per_gpu.local_rank = 5;
+  per_gpu.local_size = 8;
+  EXPECT_EQ(rank_devices(per_gpu, 8, all), std::vector<int>{5});
+  per_gpu.local_rank = 9;  // more ranks than GPUs: they share, modulo
+  EXPECT_EQ(rank_devices(per_gpu, 8, all), std::vector<int>{1});
+  Launch unknown = per_node;  // the launcher does not say how many share the node
+  unknown.local_size.reset();
+  EXPECT_EQ(rank_devices(unknown, 8, all), all);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "check/levels.h"
 
-#include <array>
+#include <algorithm>
+#include <vector>
 
 #include "core/host.h"
 
@@ -25,23 +26,52 @@ void run_level1(const nvml::Library& library, const CheckRequest& request, Check
   }
 }
 
-constexpr std::array<Level, 1> kLevels = {{
-    {1, "health",
-     "NVML health, seconds and no load: ECC, retired pages, row remapping, Xid events, PCIe "
-     "and NVLink state and errors, clocks, persistence, power limit, MIG, temperature",
-     run_level1},
-}};
+std::vector<Level>& table() {
+  static std::vector<Level> levels = {
+      {1, "health",
+       "NVML health, seconds and no load: ECC, retired pages, row remapping, Xid events, PCIe "
+       "and NVLink state and errors, clocks, persistence, power limit, MIG, temperature",
+       run_level1},
+  };
+  return levels;
+}
 
 }  // namespace
 
 std::span<const Level> levels() {
-  return kLevels;
+  return table();
+}
+
+void register_level(const Level& level) {
+  std::vector<Level>& t = table();
+  for (Level& l : t) {
+    if (l.number == level.number) {
+      l = level;
+      return;
+    }
+  }
+  t.push_back(level);
+  std::sort(t.begin(), t.end(), [](const Level& a, const Level& b) { return a.number < b.number; });
 }
 
 const Level* find_level(int number) {
-  for (const Level& l : kLevels)
+  for (const Level& l : table())
     if (l.number == number) return &l;
   return nullptr;
+}
+
+GpuReadings combine_readings(const GpuReadings& start, const GpuReadings* during,
+                             const GpuReadings& end) {
+  GpuReadings out = end;
+  out.first = start.first;
+  out.xids = start.xids;
+  if (during) out.xids.insert(out.xids.end(), during->xids.begin(), during->xids.end());
+  out.xids.insert(out.xids.end(), end.xids.begin(), end.xids.end());
+  out.xid_watched = end.xid_watched && (!during || during->xid_watched);
+  if (!out.xid_watched && out.xid_unwatched_reason.empty() && during)
+    out.xid_unwatched_reason = during->xid_unwatched_reason;
+  out.window_s = start.window_s + (during ? during->window_s : 0) + end.window_s;
+  return out;
 }
 
 void run_level(const Level& level, const nvml::Library& library, const CheckRequest& request,

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/fleet_folder.h"
 #include "cli/options.h"
 #include "core/atomic_file.h"
 #include "core/input_file.h"
@@ -88,59 +89,16 @@ TextFormat text_format(const std::string& f) {
   return TextFormat::kTerminal;
 }
 
-// A fleet's folder: every *.json in it (not below), by name. A file that is not a run
-// file (truncated by a node that died, another tool's JSON) is one line on stderr and
-// left out, so that one bad node does not hide the others; the report lists it.
 void run_fleet(const CompareArgs& args, CliContext& ctx) {
   if (!args.inputs.empty() || !args.claims.empty() || !args.baseline.empty())
     throw UsageError(
         "--fleet DIR compares the run files in DIR: give no other inputs, "
         "--claims or --baseline");
-  const std::filesystem::path dir = args.fleet;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw UsageError(fmt::format("--fleet {}: not a directory", shown_text(args.fleet)));
-  std::vector<std::filesystem::path> paths;
-  for (auto it = std::filesystem::directory_iterator(dir, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() > 5 && same_ci(std::string_view(name).substr(name.size() - 5), ".json"))
-      paths.push_back(it->path());
-  }
-  if (ec) throw UsageError(fmt::format("--fleet {}: {}", shown_text(args.fleet), ec.message()));
-  std::sort(paths.begin(), paths.end());
-  std::deque<RunFile> runs;
-  std::vector<FleetRun> fleet;
-  std::vector<FleetSkip> bad;
-  for (const std::filesystem::path& path : paths) {
-    try {
-      runs.push_back(load_run_file(path));
-      fleet.push_back({path.string(), &runs.back()});
-    } catch (const Error& e) {
-      bad.push_back({path.string(), e.what()});
-      print_text(stderr, "gpuvs compare: skipped {}\n", one_line(e.what()));
-    }
-  }
-  if (fleet.empty())
-    throw UsageError(fmt::format("--fleet {}: no run file to compare ({} *.json file{} read)",
-                                 shown_text(args.fleet), paths.size(),
-                                 paths.size() == 1 ? "" : "s"));
   FleetOptions options;
   if (args.k) options.k = *args.k;
-  FleetReport report = judge_fleet(fleet, options);
-  report.skipped.insert(report.skipped.begin(), bad.begin(), bad.end());
-  report.files += static_cast<int>(bad.size());
-  const std::string json = render_fleet_json(report);
-  print_text(stdout, "{}", ctx.global.json ? json : render_fleet_text(report));
-  std::fflush(stdout);
-  if (!ctx.global.out_dir.empty()) {
-    const std::filesystem::path out = ctx.global.out_dir;
-    std::filesystem::create_directories(out, ec);
-    if (ec) throw Error(fmt::format("cannot create {}: {}", out.string(), ec.message()));
-    write_file_atomically(out / "fleet.json", json);
-    if (!ctx.global.quiet)
-      print_text(stderr, "gpuvs compare: wrote fleet.json to {}\n", out.string());
-  }
+  const FleetReport report =
+      judge_fleet_folder(args.fleet, options, "gpuvs compare", "--fleet " + shown_text(args.fleet));
+  print_fleet(report, ctx.global.json, ctx.global.out_dir, "gpuvs compare", ctx.global.quiet);
   ctx.exit_code = ExitCode::kOk;
 }
 

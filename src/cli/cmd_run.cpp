@@ -89,7 +89,12 @@ void add_run_command(CLI::App& app, CliContext& ctx) {
   add_number_option(sub, "--monitor-interval", *monitor_ms, monitor_interval_rules(),
                     "Milliseconds between utilization samples of the measured GPUs (default "
                     "100; 0: off)");
-  sub->callback([&ctx, gpus, monitor_ms] {
+  auto fleet = std::make_shared<bool>(false);
+  sub->add_flag("--fleet-summary", *fleet,
+                "Under srun or mpirun, with --out on a shared file system: once every rank "
+                "has written its run file, rank 0 prints the outliers of the fleet "
+                "(gpuvs compare --fleet) and writes OUT/fleet.json");
+  sub->callback([&ctx, gpus, monitor_ms, fleet] {
     check_gpu_list(*gpus);  // a malformed list is a usage error on every machine
     SessionOptions options;
     options.command = "run";
@@ -97,6 +102,7 @@ void add_run_command(CLI::App& app, CliContext& ctx) {
     options.quick = true;
     options.measure = quick_options();
     options.monitor_interval_ms = *monitor_ms;
+    options.fleet_summary = *fleet;
 #if GPUVS_HAVE_CUDA
     options.benchmarks = run_suite();
 #endif

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli/fleet_folder.h"
 #include "cli/run_html.h"
+#include "core/atomic_file.h"
 #include "core/host.h"
 #include "core/text.h"
 #include "core/verdict.h"
@@ -51,7 +53,19 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   const comm::Launch ranks = comm::detect_ranks(options.collectives.launch, comm::process_env());
   comm::Launch launch = ranks;
   std::string unmet;  // why the ranks cannot meet, when that does not stop the run
-  if (ranks.multi_process() && collectives) {
+  if (options.fleet_summary) {
+    if (!ranks.multi_process())
+      throw UsageError(
+          "--fleet-summary: for the ranks of a launcher (srun, mpirun, --rank/--ranks); one "
+          "process has no fleet to summarise: run `gpuvs compare --fleet DIR` over the files");
+    if (global.out_dir.empty())
+      throw UsageError(
+          "--fleet-summary needs --out DIR on a file system every rank sees: rank 0 reads "
+          "the other ranks' run files there");
+    // Rank 0 must know when every rank has written its file: the ranks meet.
+    launch = comm::detect_launch(options.collectives.launch, comm::process_env(),
+                                 comm::built_with_mpi());
+  } else if (ranks.multi_process() && collectives) {
     try {
       launch = comm::detect_launch(options.collectives.launch, comm::process_env(),
                                    comm::built_with_mpi());
@@ -191,13 +205,31 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     recorder->finish(run);  // the timeline, and each step's final window
     save();
   }
+  bool everyone = false;  // every rank reached the end (rank 0 knows)
   if (world != nullptr && !aborted) {
     const std::vector<int> missing = world->finish();
     for (int r : missing) {
       run.errors.push_back({"collectives: orderly end",
                             fmt::format("{} did not finish", world->control->describe_rank(r))});
     }
+    everyone = missing.empty();
     save();
+  }
+  std::optional<FleetReport> fleet;  // rank 0's, with --fleet-summary
+  if (options.fleet_summary && talks) {
+    if (!everyone) {
+      print_text(stderr,
+                 "gpuvs: no fleet summary: not every rank finished (the run file lists them); "
+                 "run `gpuvs compare --fleet {}` once they have\n",
+                 global.out_dir);
+    } else {
+      try {
+        fleet = judge_fleet_folder(global.out_dir, FleetOptions{}, "gpuvs run",
+                                   "--out " + global.out_dir);
+      } catch (const Error& e) {
+        print_text(stderr, "gpuvs: no fleet summary: {}\n", e.what());
+      }
+    }
   }
 
   if (!writer) return exit_code_for(run);
@@ -225,6 +257,13 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
     if (!html.empty()) print_text(stdout, "HTML report: {}\n", html.string());
   }
   std::fflush(stdout);
+  if (fleet) {
+    // The run's JSON owns stdout under --json: the fleet goes to its file only.
+    if (!global.json) print_text(stdout, "\n{}", render_fleet_text(*fleet));
+    write_file_atomically(std::filesystem::path(global.out_dir) / "fleet.json",
+                          render_fleet_json(*fleet));
+    if (!global.quiet) print_text(stderr, "gpuvs: wrote fleet.json to {}\n", global.out_dir);
+  }
   return exit_code_for(run);
 }
 

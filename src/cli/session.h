@@ -30,6 +30,9 @@ struct SessionOptions {
   // Milliseconds between utilization samples (NVML, GPM) of the measured GPUs while
   // the session runs (docs/monitor.md); 0: no monitor, no timeline in the run file.
   int monitor_interval_ms = 100;
+  // Ranks of a launcher: once every rank has written its run file into --out, rank 0
+  // judges the folder as `gpuvs compare --fleet` does and prints the outliers.
+  bool fleet_summary = false;
 };
 
 // Runs the session; returns the exit code for the run (exit_code_for).

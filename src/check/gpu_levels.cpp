@@ -61,7 +61,8 @@ std::optional<double> figure(const RunFile& run, std::string_view id, int device
   std::optional<double> best;
   double best_bytes = -1;
   for (const Result& r : run.results) {
-    if (r.id != id || r.status != ::gpuvs::Status::kOk || r.devices.empty() || r.devices[0] != device)
+    if (r.id != id || r.status != ::gpuvs::Status::kOk || r.devices.empty() ||
+        r.devices[0] != device)
       continue;
     double bytes = 0;
     if (auto it = r.parameters.find("bytes"); it != r.parameters.end()) {
@@ -96,7 +97,10 @@ Level2 measure_level2(const nvml::Library& library, const CheckRequest& request)
   l.run.meta.command = "check";
   l.run.meta.started_at = utc_now_iso8601();
   l.run.meta.host = host_name();
-  l.run.system = probe_system();
+  // No GPU of the request visible to CUDA: level 1's tests and the warnings only.
+  const bool any = std::any_of(l.cuda.begin(), l.cuda.end(),
+                               [](const std::optional<int>& d) { return d.has_value(); });
+  if (any) l.run.system = probe_system();
   WallClock& clock = steady_wall_clock();
 
   std::vector<GemmRunFigures> figures;
@@ -210,7 +214,7 @@ void finish(const nvml::Library& library, const CheckRequest& request, CheckRepo
       c.verdict.status = worse(c.verdict.status, t.status);
     report.gpus.push_back(std::move(c));
   }
-  report.run = std::move(l.run);
+  if (!l.run.system.gpus.empty()) report.run = std::move(l.run);
 }
 
 void run_level2(const nvml::Library& library, const CheckRequest& request, CheckReport& report) {
@@ -221,8 +225,19 @@ void run_level2(const nvml::Library& library, const CheckRequest& request, Check
 void run_level3(const nvml::Library& library, const CheckRequest& request, CheckReport& report) {
   Level2 l = measure_level2(library, request);
   // The load on every visible GPU at once, the NVML watch beside it for as long.
-  std::vector<GpuReadings> during;
-  std::thread watch([&] { during = read_level1(library, request.gpus, request.duration_s); });
+  if (std::none_of(l.cuda.begin(), l.cuda.end(),
+                   [](const std::optional<int>& d) { return d.has_value(); })) {
+    finish(library, request, report, l, nullptr);  // nothing CUDA sees to load
+    return;
+  }
+  std::vector<GpuReadings> during;  // empty when the watch failed: the end's stands
+  std::thread watch([&] {
+    try {
+      during = read_level1(library, request.gpus, request.duration_s);
+    } catch (const Error&) {
+      during.clear();
+    }
+  });
   std::vector<std::optional<SustainedLoad>> loads(l.start.size());
   std::vector<std::string> failures(l.start.size());
   std::vector<std::thread> workers;

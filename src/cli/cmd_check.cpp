@@ -178,7 +178,9 @@ void add_check_command(CLI::App& app, CliContext& ctx) {
   CLI::App* sub = app.add_subcommand(
       "check",
       "Health verdict per GPU (pass / warn / fail, with the reason of every test) for "
-      "scripts: level 1 reads NVML in seconds, without load");
+      "scripts: level 1 reads NVML in seconds, without load; level 2 adds a memory test, "
+      "GEMM consistency and bandwidth floors (about a minute per GPU); level 3 a sustained "
+      "load");
   add_number_option(sub, "--level", args->level,
                     NumberRules::count().at_least(1).at_most(check::kMaxLevel).eg("1"),
                     fmt::format("Check level (default 1; this build has {})", registered_levels()));

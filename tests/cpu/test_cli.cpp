@@ -196,6 +196,23 @@ TEST(Cli, LauncherRanksOnANodeWithoutAGpuExit3) {
   }
 }
 
+// --fleet-summary is for a launcher's ranks with a shared --out: anything else is a
+// usage error, before any GPU.
+TEST(Cli, FleetSummaryNeedsRanksAndAnOutputFolder) {
+  if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: run says so first";
+  const Outcome one = run_gpuvs("--out " + out_dir() + " run --fleet-summary");
+  EXPECT_EQ(one.code, 2) << one.err;
+  EXPECT_NE(one.err.find("--fleet-summary: for the ranks of a launcher"), std::string::npos)
+      << one.err;
+  ::setenv("SLURM_PROCID", "0", 1);
+  ::setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+  const Outcome no_out = run_gpuvs("run --fleet-summary");
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_STEP_NUM_TASKS");
+  EXPECT_EQ(no_out.code, 2) << no_out.err;
+  EXPECT_NE(no_out.err.find("--fleet-summary needs --out DIR"), std::string::npos) << no_out.err;
+}
+
 TEST(Cli, WithoutAGpuRunShowsTheBundledReferenceAgainstTheA100) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: gpuvs run measures it instead";
   const std::string dir = out_dir();

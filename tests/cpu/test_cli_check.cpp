@@ -304,7 +304,6 @@ TEST_F(CliCheck, LevelsNotBuiltAndBadArgumentsAreUsageErrors) {
   }
 }
 
-
 // One rank of eight on a node (srun --ntasks-per-node=8 gpuvs check): it checks the GPU
 // of its local rank and writes its own file, named with its rank; one rank per node
 // checks every GPU.
@@ -329,6 +328,26 @@ TEST_F(CliCheck, EachLauncherRankChecksItsGpusAndWritesItsOwnFile) {
   for (const char* v :
        {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"})
     ::unsetenv(v);
+}
+
+// Level 2 where CUDA sees none of the GPUs NVML reports (the scripted NVML's bus ids
+// are no real GPU's): each GPU warns that CUDA does not see it and keeps level 1's
+// tests, judged over the whole check; exit 4. A build without CUDA has no level 2.
+TEST_F(CliCheck, Level2OnGpusCudaDoesNotSeeWarnsAndKeepsLevel1) {
+  if (!GPUVS_TEST_HAVE_CUDA) GTEST_SKIP() << "built without CUDA: no level 2";
+  json script = node(2);
+  for (int g = 0; g < 2; ++g)  // a PCI domain no real GPU sits in
+    script["gpus"][g]["pci_bus_id"] = "0000fffe:f" + std::to_string(g) + ":00.0";
+  const json doc = document(script, "--level 2");
+  EXPECT_EQ(last_code_, 4);
+  ASSERT_EQ(doc["gpus"].size(), 2u);
+  for (int g = 0; g < 2; ++g) {
+    EXPECT_EQ(test_status(doc, g, "cuda.visible"), "warn");
+    EXPECT_EQ(test_status(doc, g, "ecc.uncorrected"), "pass");
+    EXPECT_EQ(test_status(doc, g, "xid"), "pass");
+    EXPECT_EQ(test_status(doc, g, "memtest"), "missing");  // nothing loaded a hidden GPU
+  }
+  EXPECT_EQ(doc["level"], 2);
 }
 
 }  // namespace

@@ -32,9 +32,11 @@ std::set<std::string> tests_of(const json& gpu) {
 void expect_passed(const json& gpu, std::initializer_list<const char*> prefixes) {
   for (const json& t : gpu["tests"]) {
     const std::string id = t["test"].get<std::string>();
-    for (const char* p : prefixes)
-      if (id.rfind(p, 0) == 0)
+    for (const char* p : prefixes) {
+      if (id.rfind(p, 0) == 0) {
         EXPECT_EQ(t["status"].get<std::string>(), "pass") << id << ": " << t["reason"];
+      }
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <utility>
 
 #include "core/units.h"
@@ -224,38 +225,15 @@ std::vector<TestVerdict> judge_gemm(const GemmNodeVerdict& node, bool valid,
 }
 
 std::optional<double> pcie_bytes_per_s(int gen, int width) {
-  if (width < 1) return std::nullopt;
-  double transfers = 0;  // per lane, 1/s
-  double encoding = 0;   // payload bits per line bit
-  switch (gen) {
-    case 1:
-      transfers = 2.5e9;
-      encoding = 8.0 / 10.0;
-      break;
-    case 2:
-      transfers = 5e9;
-      encoding = 8.0 / 10.0;
-      break;
-    case 3:
-      transfers = 8e9;
-      encoding = 128.0 / 130.0;
-      break;
-    case 4:
-      transfers = 16e9;
-      encoding = 128.0 / 130.0;
-      break;
-    case 5:
-      transfers = 32e9;
-      encoding = 128.0 / 130.0;
-      break;
-    case 6:
-      transfers = 64e9;
-      encoding = 242.0 / 256.0;
-      break;
-    default:
-      return std::nullopt;
-  }
-  return transfers * width * encoding / 8;
+  // Per generation: transfers per lane per second, payload bits per line bit.
+  struct Rate {
+    double transfers, encoding;
+  };
+  constexpr Rate kRates[] = {{2.5e9, 8.0 / 10.0},   {5e9, 8.0 / 10.0},     {8e9, 128.0 / 130.0},
+                             {16e9, 128.0 / 130.0}, {32e9, 128.0 / 130.0}, {64e9, 242.0 / 256.0}};
+  if (width < 1 || gen < 1 || gen > static_cast<int>(std::size(kRates))) return std::nullopt;
+  const Rate& r = kRates[gen - 1];
+  return r.transfers * width * r.encoding / 8;
 }
 
 TestVerdict judge_floor(std::string_view test, std::optional<double> measured_bytes_per_s,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "core/error.h"
@@ -41,6 +42,15 @@ struct FakeGpu {
   }
 };
 
+// The same GPU with no memory figure reported: the search can only bisect.
+std::function<FitProbe(int)> blind(FakeGpu& gpu) {
+  return [&gpu](int b) {
+    FitProbe p = gpu(b);
+    p.used_bytes.reset();
+    return p;
+  };
+}
+
 BatchSearchOptions options_for(const FakeGpu& gpu) {
   BatchSearchOptions o;
   o.total_bytes = gpu.total;
@@ -73,13 +83,8 @@ TEST(BatchSearch, FindsTheLargestFitWithinTheGranularity) {
 TEST(BatchSearch, RecoversFromFailuresWithoutAMemoryLine) {
   // No memory figures at all: plain bisection still converges.
   FakeGpu gpu;
-  auto blind = [&](int b) {
-    FitProbe p = gpu(b);
-    p.used_bytes.reset();
-    return p;
-  };
   const auto o = options_for(gpu);
-  const BatchSearchResult r = search_max_batch(blind, o);
+  const BatchSearchResult r = search_max_batch(blind(gpu), o);
   const int truth = gpu.true_max();
   EXPECT_LE(r.max_batch, truth);
   EXPECT_GT(r.max_batch, truth - o.granularity);
@@ -144,16 +149,11 @@ TEST(BatchSearch, OverPredictingLineStillConverges) {
 // candidates than closing it to 8.
 TEST(BatchSearch, RelativeWidthClosesEarlier) {
   FakeGpu gpu;
-  auto blind = [&](int b) {
-    FitProbe p = gpu(b);
-    p.used_bytes.reset();
-    return p;
-  };
   const BatchSearchOptions exact = options_for(gpu);
-  const BatchSearchResult narrow = search_max_batch(blind, exact);
+  const BatchSearchResult narrow = search_max_batch(blind(gpu), exact);
   BatchSearchOptions o = exact;
   o.relative_width = 0.02;
-  const BatchSearchResult r = search_max_batch(blind, o);
+  const BatchSearchResult r = search_max_batch(blind(gpu), o);
   ASSERT_GT(r.max_batch, 0);
   ASSERT_GT(r.first_failure, r.max_batch);
   EXPECT_LE(r.first_failure - r.max_batch, std::max(8, static_cast<int>(0.02 * r.max_batch)));

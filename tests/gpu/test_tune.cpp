@@ -1,7 +1,7 @@
 // `gpuvs tune` end to end on a GPU, through the real binary: a quick tune of BERT-large
-// measures, writes its run file and caches a result whose every setting rests on
-// results of that run file; the same call again answers from the cache with the same
-// document and no new run file; detect shows the cached settings. Skipped without a GPU.
+// and one --gemm shape measures, writes its run file and caches a result whose every setting rests
+// on results of that run file; the same call again answers from the cache with the same document
+// and no new run file; detect shows the cached settings. Skipped without a GPU.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,7 +33,7 @@ TEST(Tune, QuickTuneMeasuresCachesAndAnswersFromTheCache) {
   fs::create_directories(dir / "runs");
   const std::string args = "--out " + (dir / "runs").string() +
                            " --progress plain --json tune --model bert-large --quick --gpu 0 "
-                           "--cache " +
+                           "--gemm 4096x4096x4096:bf16 --cache " +
                            (dir / "cache").string();
   const gpuvs_test::CliOutcome first = gpuvs_test::run_gpuvs(args);
   ASSERT_TRUE(first.code == 0 || first.code == 4) << first.err;
@@ -46,10 +46,11 @@ TEST(Tune, QuickTuneMeasuresCachesAndAnswersFromTheCache) {
 
   // Every setting's measured evidence is a result of the run file it names.
   const gpuvs::RunFile run = gpuvs::load_run_file(d["run_file"].get<std::string>());
-  int precision = 0, batch = 0;
+  int precision = 0, batch = 0, gemm = 0;
   for (const json& s : d["settings"]) {
     precision += s["key"] == "precision";
     batch += s["key"] == "batch";
+    gemm += s["scope"][0] == "gemm";
     for (const json& e : s["rests_on"]) {
       if (e["basis"] != "measured") continue;
       bool found = false;
@@ -61,6 +62,7 @@ TEST(Tune, QuickTuneMeasuresCachesAndAnswersFromTheCache) {
   }
   EXPECT_EQ(precision, 2) << "train and infer";
   EXPECT_EQ(batch, 2);
+  EXPECT_GT(gemm, 0) << "the --gemm shape's algorithm and whether FP8 pays";
   EXPECT_NE(first.err.find("gpuvs: ["), std::string::npos) << "plain progress lines";
 
   const gpuvs_test::CliOutcome second = gpuvs_test::run_gpuvs(args);

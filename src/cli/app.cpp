@@ -8,10 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "cli/options.h"
 #include "core/host.h"
+#include "core/suggest.h"
 #include "core/text.h"
 #include "core/units.h"
 
@@ -106,6 +109,21 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// The first word of the command line that is neither an option nor the value of a
+// global option taking one (--out DIR, --progress MODE): where the command goes.
+std::optional<std::string> typed_command(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--out" || a == "--progress") {
+      ++i;
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') continue;
+    return std::string(a);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -152,6 +170,17 @@ int run_cli(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     const std::string command = parsed_command(app);
+    // No command recognised and a word where one goes: name it and what is close.
+    if (app.get_subcommands().empty()) {
+      if (const std::optional<std::string> typed = typed_command(argc, argv)) {
+        std::vector<std::string> names;
+        for (const CLI::App* sub : app.get_subcommands({}))
+          names.push_back(sub->get_name());
+        print_text(stderr, "gpuvs: unknown command '{}'{} (see gpuvs --help)\n", *typed,
+                   did_you_mean(suggest(*typed, names)));
+        return static_cast<int>(ExitCode::kUsage);
+      }
+    }
     fmt::print(stderr, "{}: {} (see {} --help)\n", command, one_line(e.what()), command);
     return static_cast<int>(ExitCode::kUsage);
   }

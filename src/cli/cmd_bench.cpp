@@ -14,6 +14,7 @@
 #include "cli/session.h"
 #include "comm/launch.h"
 #include "comm/nccl_tests.h"
+#include "core/suggest.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "suite/produces.h"
@@ -80,9 +81,15 @@ void check_before_measuring(const BenchArgs& a, const comm::CollectiveOptions& o
     if (std::none_of(defs.begin(), defs.end(),
                      [&](const BenchmarkDef& b) { return b.name == name || b.group == name; })) {
       std::string known;
-      for (const BenchmarkDef& b : defs)
+      std::vector<std::string> names_and_groups;
+      for (const BenchmarkDef& b : defs) {
         known += fmt::format(" {} ({})", b.name, b.group);
-      throw UsageError(fmt::format("unknown benchmark '{}'; known:{}", name, known));
+        names_and_groups.push_back(std::string(b.name));
+        names_and_groups.push_back(std::string(b.group));
+      }
+      throw UsageError(
+          fmt::format("unknown benchmark '{}'{}", name,
+                      did_you_mean_or_known(suggest(name, names_and_groups), known.substr(1))));
     }
   }
   check_gpu_list(a.gpus);

@@ -12,6 +12,7 @@
 #include "cli/app.h"
 #include "cli/options.h"
 #include "cli/session.h"
+#include "core/suggest.h"
 #include "core/units.h"
 #include "models/run_options.h"
 
@@ -67,7 +68,11 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   models::ModelRunOptions run;
   models::ModelConfig& c = run.config;
   if (std::find(kModels.begin(), kModels.end(), a.model) == kModels.end())
-    throw UsageError(fmt::format("unknown model '{}'; known: {}", a.model, joined(kModels)));
+    throw UsageError(
+        fmt::format("unknown model '{}'{}", a.model,
+                    did_you_mean_or_known(
+                        suggest(a.model, std::vector<std::string>(kModels.begin(), kModels.end())),
+                        joined(kModels))));
   c.model = a.model;
   const auto mode = models::mode_from_string(a.mode);
   if (!mode) throw UsageError(fmt::format("--mode: '{}' is not train or infer", a.mode));

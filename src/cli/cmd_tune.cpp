@@ -12,6 +12,7 @@
 #include "cli/app.h"
 #include "cli/options.h"
 #include "cli/tune_session.h"
+#include "core/suggest.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "tune/cache.h"
@@ -43,8 +44,10 @@ struct TuneArgs {
 std::vector<std::string> models_of(const std::string& model) {
   if (model == "all") return {"bert-large", "resnet50"};
   if (model == "resnet50" || model == "bert-large") return {model};
-  throw UsageError(fmt::format("--model: unknown model {}; known: resnet50, bert-large, all",
-                               shown_text(model)));
+  const std::vector<std::string> known = {"resnet50", "bert-large", "all"};
+  throw UsageError(
+      fmt::format("--model: unknown model {}{}", shown_text(model),
+                  did_you_mean_or_known(suggest(model, known), "resnet50, bert-large, all")));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/run_file_json.h"
+#include "specs/metrics.h"
 
 #if GPUVS_HAVE_TOML
 #include <toml++/toml.h>
@@ -187,7 +188,9 @@ void validate_claim(const Claim& c, std::string_view name) {
   if (c.metric.empty()) fail(name, c.line, "empty metric");
   const MetricDef* m = resolve_claim_metric(c.metric);
   if (!m)
-    fail(name, c.line, fmt::format("unknown metric '{}' ({})", c.metric, known_metric_hint()));
+    fail(name, c.line,
+         fmt::format("unknown metric '{}'{} ({})", c.metric, metric_suggestion(c.metric),
+                     known_metric_hint()));
   if (!std::isfinite(c.value)) fail(name, c.line, "value is not a finite number");
   if (c.value < 0) fail(name, c.line, fmt::format("value {} is negative", c.value));
   // A subnormal value has lost its precision already; every claim is far above one.

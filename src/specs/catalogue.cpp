@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/run_file_json.h"
+#include "core/suggest.h"
 #include "core/units.h"
 #include "specs/metrics.h"
 
@@ -364,7 +365,8 @@ GpuSpec read_gpu(const json& value, std::string_view name, const std::string& pa
     std::string fpath = r.path("figures");
     run_json::append_key(fpath, item.key());
     const MetricDef* metric = find_metric(item.key());
-    if (metric == nullptr) run_json::fail(name, fpath, "unknown metric id");
+    if (metric == nullptr)
+      run_json::fail(name, fpath, "unknown metric id" + metric_suggestion(item.key()));
     if (item.value().is_null()) {
       g.unsupported.push_back(item.key());
       continue;
@@ -372,22 +374,6 @@ GpuSpec read_gpu(const json& value, std::string_view name, const std::string& pa
     g.figures.emplace(item.key(), read_figure(item.value(), name, fpath, *metric, g.source));
   }
   return g;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 bool same_text_ci(std::string_view a, std::string_view b) {
@@ -464,36 +450,19 @@ const GpuSpec* Catalogue::find(std::string_view name) const {
 }
 
 std::vector<std::string> Catalogue::suggest(std::string_view name, size_t max) const {
-  const std::string key = normalise_name(name);
-  // A name is close when it is few edits away, or when its start is ("h100" for
-  // "H100-PCIe"); a prefix match costs one more edit than a whole match. Ties go to
-  // names that start with the same character, then to catalogue order.
-  const auto score = [&](std::string_view candidate) {
-    const size_t whole = edit_distance(key, candidate);
-    const size_t prefix = edit_distance(key, candidate.substr(0, key.size())) + 1;
-    const bool same_start = !key.empty() && !candidate.empty() && key[0] == candidate[0];
-    return std::min(whole, prefix) * 2 + (same_start ? 0 : 1);
-  };
-  std::vector<std::pair<size_t, size_t>> ranked;  // (score, catalogue index)
-  for (size_t i = 0; i < gpus_.size(); ++i) {
-    size_t best = score(normalise_name(gpus_[i].id));
-    for (const std::string& a : gpus_[i].aliases)
-      best = std::min(best, score(normalise_name(a)));
-    ranked.emplace_back(best, i);
+  std::vector<NameCandidate> candidates;
+  for (const GpuSpec& g : gpus_) {
+    NameCandidate c{g.id, {g.id}};
+    c.keys.insert(c.keys.end(), g.aliases.begin(), g.aliases.end());
+    candidates.push_back(std::move(c));
   }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (size_t i = 0; i < ranked.size() && out.size() < max; ++i)
-    out.push_back(gpus_[ranked[i].second].id);
-  return out;
+  return gpuvs::suggest(name, candidates, max);
 }
 
 const GpuSpec& Catalogue::get(std::string_view name) const {
   if (const GpuSpec* g = find(name)) return *g;
   std::string msg = fmt::format("unknown GPU {}", run_json::quote(name));
-  const std::vector<std::string> close = suggest(name);
-  if (!close.empty()) msg += fmt::format("; did you mean: {}?", fmt::join(close, ", "));
+  msg += did_you_mean(suggest(name));
   msg += " (`gpuvs specs list` shows them all)";
   throw UsageError(msg);
 }

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "core/suggest.h"
 #include "suite/produces.h"
 
 namespace gpuvs {
@@ -331,6 +332,13 @@ std::optional<double> to_base_unit(double value, std::string_view unit,
         if (p.symbol == prefix) return value * p.scale;
   }
   return std::nullopt;
+}
+
+std::string metric_suggestion(std::string_view typed) {
+  std::vector<std::string> ids;
+  for (const MetricDef& m : metrics())
+    ids.push_back(m.id);
+  return did_you_mean(suggest(typed, ids));
 }
 
 }  // namespace gpuvs

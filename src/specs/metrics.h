@@ -61,6 +61,8 @@ struct MetricDef {
 // Every metric gpuvs knows, in display order (memory, compute, links, collectives,
 // launch, power, GPU shape, models).
 std::span<const MetricDef> metrics();
+// "; did you mean: compute.bf16?" for a metric id close to `typed`, "" for none.
+std::string metric_suggestion(std::string_view typed);
 
 // nullptr when unknown. Also finds ids written with other punctuation
 // ("model.bert_large.train", as files written before the table spelled it).

@@ -56,7 +56,8 @@ PublishedFigure read_figure(const json& value, std::string_view name, const std:
   f.metric = r.string("metric");
   const MetricDef* metric = find_metric(f.metric);
   if (metric == nullptr)
-    r.fail("metric", fmt::format("unknown metric id {}", run_json::quote(f.metric)));
+    r.fail("metric", fmt::format("unknown metric id {}{}", run_json::quote(f.metric),
+                                 metric_suggestion(f.metric)));
   f.metric = metric->id;  // the vocabulary's spelling, whatever punctuation the file used
   f.value = specs_detail::read_value(r, *metric);
   f.unit = std::string(metric->unit);

@@ -8,6 +8,7 @@
 
 #include "bench/benchmarks.h"
 #include "core/error.h"
+#include "core/suggest.h"
 #include "models/trainer.h"
 #include "suite/bench_index.h"
 
@@ -71,9 +72,15 @@ std::vector<const BenchmarkInfo*> select_benchmarks(std::span<const std::string>
     }
     if (!matched) {
       std::string known;
-      for (const auto& b : all)
+      std::vector<std::string> names_and_groups;
+      for (const auto& b : all) {
         known += fmt::format(" {} ({})", b.name, b.group);
-      throw UsageError(fmt::format("unknown benchmark '{}'; known:{}", name, known));
+        names_and_groups.push_back(std::string(b.name));
+        names_and_groups.push_back(std::string(b.group));
+      }
+      throw UsageError(
+          fmt::format("unknown benchmark '{}'{}", name,
+                      did_you_mean_or_known(suggest(name, names_and_groups), known.substr(1))));
     }
   }
   // Keep table order whatever order the names came in.

@@ -60,17 +60,20 @@ FleetReport judge_fleet_folder(const std::filesystem::path& dir, const FleetOpti
   return report;
 }
 
-void print_fleet(const FleetReport& report, bool json, const std::filesystem::path& out_dir,
-                 const std::string& who, bool quiet) {
-  const std::string text = render_fleet_json(report);
-  print_text(stdout, "{}", json ? text : render_fleet_text(report));
-  std::fflush(stdout);
-  if (out_dir.empty()) return;
+void write_fleet_file(const FleetReport& report, const std::filesystem::path& out_dir,
+                      const std::string& who, bool quiet) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw Error(fmt::format("cannot create {}: {}", out_dir.string(), ec.message()));
-  write_file_atomically(out_dir / "fleet.json", text);
+  write_file_atomically(out_dir / "fleet.json", render_fleet_json(report));
   if (!quiet) print_text(stderr, "{}: wrote fleet.json to {}\n", who, out_dir.string());
+}
+
+void print_fleet(const FleetReport& report, bool json, const std::filesystem::path& out_dir,
+                 const std::string& who, bool quiet) {
+  print_text(stdout, "{}", json ? render_fleet_json(report) : render_fleet_text(report));
+  std::fflush(stdout);
+  if (!out_dir.empty()) write_fleet_file(report, out_dir, who, quiet);
 }
 
 }  // namespace gpuvs::cli

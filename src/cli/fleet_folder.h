@@ -20,5 +20,8 @@ FleetReport judge_fleet_folder(const std::filesystem::path& dir, const FleetOpti
 // The report as text or JSON on stdout and, with an output folder, DIR/fleet.json.
 void print_fleet(const FleetReport& report, bool json, const std::filesystem::path& out_dir,
                  const std::string& who, bool quiet);
+// DIR/fleet.json (gpuvs.fleet/1), and a line on stderr saying so unless `quiet`.
+void write_fleet_file(const FleetReport& report, const std::filesystem::path& out_dir,
+                      const std::string& who, bool quiet);
 
 }  // namespace gpuvs::cli

@@ -7,7 +7,6 @@
 
 #include "cli/fleet_folder.h"
 #include "cli/run_html.h"
-#include "core/atomic_file.h"
 #include "core/host.h"
 #include "core/text.h"
 #include "core/verdict.h"
@@ -260,9 +259,7 @@ ExitCode run_session(const GlobalOptions& global, const SessionOptions& options)
   if (fleet) {
     // The run's JSON owns stdout under --json: the fleet goes to its file only.
     if (!global.json) print_text(stdout, "\n{}", render_fleet_text(*fleet));
-    write_file_atomically(std::filesystem::path(global.out_dir) / "fleet.json",
-                          render_fleet_json(*fleet));
-    if (!global.quiet) print_text(stderr, "gpuvs: wrote fleet.json to {}\n", global.out_dir);
+    write_fleet_file(*fleet, global.out_dir, "gpuvs run", global.quiet);
   }
   return exit_code_for(run);
 }

@@ -11,7 +11,13 @@ namespace gpuvs {
 
 namespace {
 
-std::string normalised(std::string_view name) {
+size_t cut_off(size_t typed_length) {
+  return typed_length <= 2 ? 1 : std::max<size_t>(2, typed_length / 3);
+}
+
+}  // namespace
+
+std::string normalise_name(std::string_view name) {
   std::string out;
   for (char c : name) {
     if (c == '-' || c == '_' || c == ' ') continue;
@@ -19,12 +25,6 @@ std::string normalised(std::string_view name) {
   }
   return out;
 }
-
-size_t cut_off(size_t typed_length) {
-  return typed_length <= 2 ? 1 : std::max<size_t>(2, typed_length / 3);
-}
-
-}  // namespace
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   // Three rows: the one before the previous is for a swap of neighbours.
@@ -47,14 +47,14 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::vector<std::string> suggest(std::string_view typed, std::span<const NameCandidate> candidates,
                                  size_t max) {
-  const std::string key = normalised(typed);
+  const std::string key = normalise_name(typed);
   const size_t limit = cut_off(key.size());
   std::vector<std::pair<size_t, size_t>> ranked;  // (rank, index)
   for (size_t i = 0; i < candidates.size(); ++i) {
     size_t best = std::numeric_limits<size_t>::max();
     bool same_start = false;
     const auto score = [&](std::string_view spelled) {
-      const std::string c = normalised(spelled);
+      const std::string c = normalise_name(spelled);
       const size_t whole = edit_distance(key, c);
       const size_t start = edit_distance(key, std::string_view(c).substr(0, key.size())) + 1;
       const size_t d = std::min(whole, start);

@@ -38,6 +38,10 @@ std::string did_you_mean(const std::vector<std::string>& close);
 // a close name, "; did you mean: a? Known: LIST" with one.
 std::string did_you_mean_or_known(const std::vector<std::string>& close, std::string_view known);
 
+// Lower case without '-', '_' and ' ': the form names are compared in (the catalogue
+// finds GPUs by it too).
+std::string normalise_name(std::string_view name);
+
 // Optimal-string-alignment distance: edits with a swap of neighbours counted as one.
 size_t edit_distance(std::string_view a, std::string_view b);
 

@@ -268,21 +268,11 @@ double read_value(const ObjectReader& reader, const MetricDef& metric) {
   return *base;
 }
 
-std::string normalise_name(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == ' ') continue;
-    out += char(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 }  // namespace specs_detail
 
 namespace {
 
 using nlohmann::json;
-using specs_detail::normalise_name;
 using specs_detail::ObjectReader;
 
 constexpr std::string_view kCatalogueSchema = "gpuvs.catalogue/1";

@@ -114,9 +114,6 @@ double read_value(const ObjectReader& reader, const MetricDef& metric);
 // "http://" or "https://" followed by something, no spaces or control characters.
 bool is_http_url(std::string_view s);
 
-// Lower case without '-', '_' and ' ': the form names are compared in.
-std::string normalise_name(std::string_view name);
-
 }  // namespace specs_detail
 
 }  // namespace gpuvs

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "specs/catalogue.h"
 #include "specs/metrics.h"
 #include "specs/published.h"
@@ -328,8 +329,8 @@ TEST(Catalogue, MatchDriverLetsTheNameDecideBetweenEntriesSharingAnId) {
 }
 
 TEST(Catalogue, NormaliseName) {
-  EXPECT_EQ(specs_detail::normalise_name("H200-SXM_141 GB"), "h200sxm141gb");
-  EXPECT_EQ(specs_detail::normalise_name(""), "");
+  EXPECT_EQ(normalise_name("H200-SXM_141 GB"), "h200sxm141gb");
+  EXPECT_EQ(normalise_name(""), "");
 }
 
 TEST(Published, BuiltinFiguresNameCatalogueGpusAndKnownMetrics) {

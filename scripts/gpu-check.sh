@@ -38,6 +38,8 @@ Options:
                                      again from the cache, detect, the result in
                                      each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
+                        check        gpuvs check --level 1, 2, and 3 for 120 s
+                                     against the level-2 run as its baseline
   --nccl-tests DIR    nccl-tests' build folder: the collectives sweeps run beside it
   -h, --help          this text
 
@@ -57,7 +59,7 @@ die_usage() {
   exit 2
 }
 
-all_runs="run compute memory peer collectives models tune monitor"
+all_runs="run compute memory peer collectives models tune monitor check"
 build_dir=""
 jobs=""
 tests_regex=""
@@ -235,7 +237,7 @@ record() {  # NAME RC DIR
   local state="ok"
   case $2 in
     0) ;;
-    4) state="finished, exit 4: invalid or throttled results (in the run file)" ;;
+    4) state="finished, exit 4: ${exit4_means:-invalid or throttled results (in the run file)}" ;;
     *)
       state="FAILED, exit $2 ($3/gpuvs.log)"
       status=1
@@ -430,6 +432,21 @@ if [[ -n $out_dir ]]; then
       timed batch-max-bert-large "$t/batch-max/bert-large.txt" -- --out "$t/batch-max" \
         --progress plain model bert-large --seq 128 --mode train --precision bf16 --batch max \
         --gpu 0
+    fi
+  fi
+  if selected check; then
+    if ((gpus < 1)); then
+      not_here check "needs a GPU, none visible"
+    else
+      c=$out_dir/check
+      exit4_means="warnings only, no GPU failed (in check.json)"
+      for level in 1 2; do
+        timed "check-level$level" "$c/level$level/check.json" -- --out "$c/level$level" \
+          --progress plain check --level "$level" --json
+      done
+      timed check-level3 "$c/level3/check.json" -- --out "$c/level3" --progress plain \
+        check --level 3 --duration 120 --baseline "$c/level2" --json
+      unset exit4_means
     fi
   fi
   if selected monitor; then

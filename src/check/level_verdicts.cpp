@@ -123,12 +123,13 @@ TestVerdict judge_memtest(const MemtestSummary& m, std::string_view test, double
       "mismatching word; warn: less memory tested",
       100 * min_fraction);
   const std::string covered =
-      m.free_bytes > 0
-          ? fmt::format("{} tested of {} free ({})", format_bytes_binary(int64_t(m.tested_bytes)),
-                        format_bytes_binary(int64_t(m.free_bytes)),
-                        percent_of(m.tested_bytes, m.free_bytes))
-          : fmt::format("{} tested (free memory is not known)",
-                        format_bytes_binary(int64_t(m.tested_bytes)));
+      (m.rounds > 0 ? fmt::format("{} round(s), the least covering ", m.rounds) : std::string()) +
+      (m.free_bytes > 0
+           ? fmt::format("{} tested of {} free ({})", format_bytes_binary(int64_t(m.tested_bytes)),
+                         format_bytes_binary(int64_t(m.free_bytes)),
+                         percent_of(m.tested_bytes, m.free_bytes))
+           : fmt::format("{} tested (free memory is not known)",
+                         format_bytes_binary(int64_t(m.tested_bytes))));
 
   uint64_t recorded = 0;
   for (const MemErrorRange& r : m.ranges)
@@ -285,9 +286,10 @@ std::vector<TestVerdict> judge_sustained_load(const SustainedVerdict& v, double 
   const std::string load_rule = fmt::format(
       "after the first {:.0f} s: median power at least {:.0f} % of the enforced limit, no "
       "slowdown other than the power cap (hw_slowdown, sw_thermal_slowdown, "
-      "hw_thermal_slowdown, hw_power_brake_slowdown), SM clock (p95 - p5) / median at most "
-      "{:.0f} %; no samples fails; power capping is a note",
-      rules.settle_s, 100 * rules.power_fraction, 100 * rules.clock_spread);
+      "hw_thermal_slowdown, hw_power_brake_slowdown), SM clock (median - p5) / median at most "
+      "{:.0f} % (rising to the boost clock is no fault); no samples fails; power capping is a "
+      "note",
+      rules.settle_s, 100 * rules.power_fraction, 100 * rules.clock_drop);
   std::vector<TestVerdict> out;
   // A verdict that lists failures fails, whatever its flag says.
   if (!v.pass || !v.failures.empty()) {

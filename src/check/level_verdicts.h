@@ -37,6 +37,9 @@ struct MemtestSummary {
   uint64_t errors = 0;                // mismatching words, every pass
   std::vector<MemErrorRange> ranges;  // the recorded ones, merged
   bool truncated = false;             // more errors than were recorded
+  // Rounds repeated under load (0: one test); tested and free bytes are then those of
+  // the round that covered the least.
+  int rounds = 0;
 };
 
 // The share of free memory a memory test must cover (the issue's and DCGM's "at least

@@ -41,7 +41,14 @@ SustainedLoad run_sustained_load(int device, const SustainedOptions& o) {
         while (!stop.load()) {
           MemtestResult r = run_memtest(device, o.memtest_options);
           std::lock_guard<std::mutex> lock(memtest_mutex);
-          ++out.memtest_rounds;
+          const bool first = out.memtest_rounds++ == 0;
+          const double least = out.memtest_free_bytes > 0 ? double(out.memtest_tested_bytes) /
+                                                                double(out.memtest_free_bytes)
+                                                          : 0.0;
+          if (first || r.fraction_of_free() < least) {
+            out.memtest_tested_bytes = r.tested_bytes;
+            out.memtest_free_bytes = r.free_bytes;
+          }
           out.memtest_errors += r.errors;
           out.memtest_ranges.insert(out.memtest_ranges.end(), r.ranges.begin(), r.ranges.end());
         }

@@ -27,8 +27,12 @@ struct SustainedLoad {
   double seconds = 0;
   std::vector<LoadSample> samples;
   int64_t gemms = 0;
-  double flops = 0;  // mean rate of the GEMM stream, FLOP/s
-  int memtest_rounds = 0;
+  double flops = 0;        // mean rate of the GEMM stream, FLOP/s
+  int memtest_rounds = 0;  // whole rounds: the load waits for the last one to end
+  // The smallest coverage of a round: what it tested of the memory free at its start
+  // (the GEMMs' buffers are not free).
+  size_t memtest_tested_bytes = 0;
+  size_t memtest_free_bytes = 0;
   uint64_t memtest_errors = 0;
   std::vector<MemErrorRange> memtest_ranges;
   std::string sampler_note;  // why there are no samples (no NVML), empty otherwise

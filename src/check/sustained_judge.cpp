@@ -67,11 +67,11 @@ SustainedVerdict judge_sustained(const std::vector<LoadSample>& samples, double 
     v.sm_p5_mhz = percentile(sm, 0.05);
     v.sm_median_mhz = percentile(sm, 0.5);
     v.sm_p95_mhz = percentile(sm, 0.95);
-    const double spread = double(*v.sm_p95_mhz - *v.sm_p5_mhz) / std::max(1, *v.sm_median_mhz);
-    if (spread > rules.clock_spread)
-      v.failures.push_back(fmt::format(
-          "SM clock spread {}-{} MHz around {} MHz ({:.0f} %) exceeds the {:.0f} % band",
-          *v.sm_p5_mhz, *v.sm_p95_mhz, *v.sm_median_mhz, 100 * spread, 100 * rules.clock_spread));
+    const double drop = double(*v.sm_median_mhz - *v.sm_p5_mhz) / std::max(1, *v.sm_median_mhz);
+    if (drop > rules.clock_drop)
+      v.failures.push_back(
+          fmt::format("SM clock p5 {} MHz is {:.0f} % below its median {} MHz (at most {:.0f} %)",
+                      *v.sm_p5_mhz, 100 * drop, *v.sm_median_mhz, 100 * rules.clock_drop));
   }
   v.pass = v.failures.empty();
   return v;

@@ -134,6 +134,19 @@ TEST(JudgeMemtest, OwnFractionAndTestName) {
   EXPECT_EQ(judge_memtest(clean(1000, 400), "sustained.memtest", 0.5).status, Status::kWarn);
 }
 
+TEST(JudgeMemtest, RoundsUnderLoadNameTheirCountAndTheLeastCoverage) {
+  MemtestSummary m = clean(80ull << 30, 72ull << 30);
+  m.rounds = 17;
+  m.seconds = 120;
+  const TestVerdict t = judge_memtest(m, "sustained.memtest");
+  EXPECT_EQ(t.status, Status::kPass) << t.reason;
+  EXPECT_EQ(t.reason,
+            "no error in 17 round(s), the least covering 72 GiB tested of 80 GiB free (90.0 %) "
+            "in 120 s");
+  m.tested_bytes = 8ull << 30;  // one round left too little beside the GEMMs
+  EXPECT_EQ(judge_memtest(m, "sustained.memtest").status, Status::kWarn);
+}
+
 TEST(JudgeMemtest, AnyErrorFailsWithCountAddressesAndBits) {
   MemtestSummary m = clean(10'000'000'000, 5'000'000'000);  // 50 %: a failure still fails
   m.errors = 3;

@@ -1,7 +1,7 @@
 // The sustained-load verdict (check/sustained_judge.h): a GPU at its power limit with a
 // steady clock passes (power capping only noted), thermal or hardware slowdown fails,
-// low power fails, an unsteady clock fails, the ramp before the settling time is left
-// out, and missing samples are a failure, never a pass.
+// low power fails, a falling clock fails (a rising one does not), the ramp before the settling time
+// is left out, and missing samples are a failure, never a pass.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,17 +65,36 @@ TEST(SustainedJudge, PowerBelowNinetyPercentOfTheLimitFails) {
   EXPECT_TRUE(mentions(v.failures, "below 90 % of the 700 W limit"));
 }
 
-TEST(SustainedJudge, TheRampIsLeftOutButAnUnsteadyClockFails) {
-  // The ramp's 1980 MHz would widen the band: it is before the settling time.
+TEST(SustainedJudge, TheRampIsLeftOutAndBoostIsNoFaultButAFallingClockFails) {
+  // The ramp's low power would lower the median: it is before the settling time.
   SustainedRules rules;
   rules.settle_s = 10;
-  EXPECT_TRUE(judge_sustained(capped_run(), 700, rules).pass);
-  auto samples = capped_run();
-  for (size_t i = 0; i < samples.size(); ++i)
-    if (samples[i].t_s > 30) samples[i].sm_mhz = (i % 2) ? 1900 : 1100;
-  const SustainedVerdict v = judge_sustained(samples, 700, rules);
+  auto ramped = capped_run();
+  for (LoadSample& s : ramped)
+    if (s.t_s < 10) s.power_w = 200;
+  EXPECT_TRUE(judge_sustained(ramped, 700, rules).pass);
+  rules.settle_s = 0;
+  ramped.resize(150);  // 15 s, two thirds of it at 200 W
+  EXPECT_FALSE(judge_sustained(ramped, 700, rules).pass);
+  rules.settle_s = 10;
+
+  // Between GEMM batches a capped H200 rises to its boost clock (measured: p5 1470,
+  // median 1500, p95 1980 MHz): that passes.
+  auto boosting = capped_run();
+  for (size_t i = 0; i < boosting.size(); ++i)
+    if (boosting[i].t_s > 30 && i % 4 == 0) boosting[i].sm_mhz = 1980;
+  const SustainedVerdict up = judge_sustained(boosting, 700, rules);
+  EXPECT_TRUE(up.pass) << (up.failures.empty() ? "" : up.failures[0]);
+  EXPECT_EQ(*up.sm_p95_mhz, 1980);
+
+  // A clock that falls to 1000 MHz in an eighth of the window fails.
+  auto falling = capped_run();
+  for (size_t i = 0; i < falling.size(); ++i)
+    if (falling[i].t_s > 30 && i % 4 == 0) falling[i].sm_mhz = 1000;
+  const SustainedVerdict v = judge_sustained(falling, 700, rules);
   EXPECT_FALSE(v.pass);
-  EXPECT_TRUE(mentions(v.failures, "SM clock spread"));
+  EXPECT_TRUE(mentions(v.failures, "SM clock p5 1000 MHz is 33 % below its median"))
+      << (v.failures.empty() ? "" : v.failures[0]);
 }
 
 TEST(SustainedJudge, NoSamplesIsAFailure) {

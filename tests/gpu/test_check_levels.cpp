@@ -85,10 +85,14 @@ TEST(CheckGpuLevels, Level2PassesOnAHealthyGpuAndItsRunFileIsABaseline) {
   const gpuvs_test::CliOutcome b = gpuvs_test::run_gpuvs(
       "--out " + again.string() + " --json check --level 2 --gpu 0 --baseline " + run.string());
   ASSERT_TRUE(b.code == 0 || b.code == 4 || b.code == 1) << b.err;
-  int baseline_tests = 0;
-  for (const json& t : json::parse(b.out)["gpus"][0]["tests"])
-    baseline_tests += t["test"].get<std::string>().rfind("baseline.", 0) == 0;
-  EXPECT_GT(baseline_tests, 0) << b.out;
+  const json judged = json::parse(b.out);
+  std::set<std::string> baseline_tests;
+  for (const json& t : judged["gpus"][0]["tests"])
+    if (const std::string id = t["test"].get<std::string>(); id.rfind("baseline.", 0) == 0)
+      baseline_tests.insert(id);
+  for (const char* id : {"baseline.memory.bandwidth", "baseline.compute.bf16",
+                         "baseline.link.host_h2d", "baseline.link.host_d2h"})
+    EXPECT_EQ(baseline_tests.count(id), 1u) << id << " missing: " << b.out;
   fs::remove_all(dir);
   fs::remove_all(again);
 }

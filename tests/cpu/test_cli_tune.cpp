@@ -167,7 +167,9 @@ TEST(CliTune, H200ReferenceInEveryForm) {
         "s[\"bert-large\"][\"train\"][\"precision\"], "
         "s[\"bert-large\"][\"infer\"][\"cuda_graph\"])'");
     EXPECT_EQ(py.code, 0) << py.err;
-    EXPECT_EQ(py.out, "fp16 2496 fp8 True\n") << py.err;
+    // BERT-large inference's graph: 0.989x eager at its knee (batch 1024) in this run,
+    // beyond the 1 % tie, so off.
+    EXPECT_EQ(py.out, "fp16 2496 fp8 False\n") << py.err;
   }
 }
 

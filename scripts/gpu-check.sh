@@ -38,6 +38,9 @@ Options:
                                      again from the cache, detect, the result in
                                      each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
+                        llama        gpuvs model llama --mode infer: 8B at batch 1
+                                     and 64, 1B at batch 1; beside it
+                                     transformers' generate (needs transformers)
                         check        gpuvs check --level 1, 2, and 3 for 120 s
                                      against the level-2 run as its baseline
   --nccl-tests DIR    nccl-tests' build folder: the collectives sweeps run beside it
@@ -59,7 +62,7 @@ die_usage() {
   exit 2
 }
 
-all_runs="run compute memory peer collectives models tune monitor check"
+all_runs="run compute memory peer collectives models llama tune monitor check"
 build_dir=""
 jobs=""
 tests_regex=""
@@ -414,6 +417,26 @@ if [[ -n $out_dir ]]; then
     reference models/bert-large-seq512-train-fused-attention 1 -- "${bert[@]}" \
       --attention fused "${m[@]}"
     reference models/quick-pass 1 -- bench model --quick "${m[@]}"
+  fi
+  if selected llama; then
+    l=(model llama --mode infer --precision bf16 --prompt 128 --gpu 0)
+    reference models/llama-8b-bf16-infer-batch1 1 -- "${l[@]}" --size 8b --batch 1 --generate 256
+    reference models/llama-8b-bf16-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 --generate 128
+    reference models/llama-1b-bf16-infer-batch1 1 -- "${l[@]}" --size 1b --batch 1 --generate 256
+    py=${GPUVS_PYTHON:-python3}
+    if ((gpus < 1)); then
+      not_here llama-peer "needs a GPU, none visible"
+    elif ! "$py" -c 'import torch, transformers' > /dev/null 2>&1; then
+      not_here llama-peer "$py cannot import torch and transformers"
+    else
+      mkdir -p "$out_dir/peers"
+      rc=0
+      note "llama-peer: $py scripts/peers/llama_generate.py --size 8b --batch 64 --prompt 128 --generate 64"
+      "$py" "$(dirname "$0")/peers/llama_generate.py" --size 8b --batch 64 --prompt 128 \
+        --generate 64 > "$out_dir/peers/llama-8b-batch64.json" 2> "$out_dir/peers/llama.log" || rc=$?
+      cat "$out_dir/peers/llama-8b-batch64.json"
+      record llama-peer "$rc" "$out_dir/peers"
+    fi
   fi
   if selected tune; then
     if ((gpus < 1)); then

@@ -14,6 +14,7 @@
 #include "cli/session.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "models/llama/shapes.h"
 #include "models/run_options.h"
 
 #if GPUVS_HAVE_CUDA
@@ -24,7 +25,7 @@ namespace gpuvs::cli {
 
 namespace {
 
-constexpr std::array<std::string_view, 2> kModels = {"resnet50", "bert-large"};
+constexpr std::array<std::string_view, 3> kModels = {"resnet50", "bert-large", "llama"};
 
 struct ModelArgs {
   std::string model;
@@ -37,6 +38,9 @@ struct ModelArgs {
   std::optional<std::string> attention;
   std::optional<double> headroom;
   std::optional<std::string> seq;
+  std::optional<std::string> size;
+  std::optional<std::string> prompt;
+  std::optional<std::string> generate;
   std::optional<std::string> steps;
   std::optional<double> time_cap_s;
   bool profile = false;
@@ -121,6 +125,40 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
     run.steps = static_cast<int>(*steps);
   }
   run.profile = a.profile;
+  const bool llama = c.model == "llama";
+  if (!llama && (a.size || a.prompt || a.generate))
+    throw UsageError(fmt::format("{}: only for llama", a.size     ? "--size"
+                                                       : a.prompt ? "--prompt"
+                                                                  : "--generate"));
+  if (llama) {
+    const std::string size = a.size.value_or("1b");
+    const std::optional<models::llama::Shape> shape = models::llama::find_shape(size);
+    if (!shape)
+      throw UsageError(
+          fmt::format("--size: '{}' is not one of {}", size, models::llama::size_list()));
+    c.llama_size = size;
+    if (c.mode != models::Mode::kInfer)
+      throw UsageError(
+          "llama: only --mode infer is built (prefill and decode); training is not yet");
+    if (c.precision != models::Precision::kBf16 && c.precision != models::Precision::kFp16 &&
+        c.precision != models::Precision::kFp32)
+      throw UsageError(
+          fmt::format("llama --mode infer: --precision {} is not built; bf16, fp16 "
+                      "or fp32",
+                      models::to_string(c.precision)));
+    if (run.batch_max) throw UsageError("llama: --batch max is not built; give --batch N");
+    if (run.profile) throw UsageError("llama: --profile is not built");
+    if (a.batch == "256") c.batch = 1;  // the default of the others; a decoder starts at 1
+    const auto prompt = count(a.prompt, "--prompt", shape->max_context, "128, 2k");
+    const auto generate = count(a.generate, "--generate", shape->max_context, "128");
+    c.prompt = static_cast<int>(prompt.value_or(128));
+    c.generate = static_cast<int>(generate.value_or(128));
+    if (c.prompt < 1) throw UsageError("--prompt: must be 1 or more");
+    if (c.generate < 2) throw UsageError("--generate: must be 2 or more");
+    if (c.prompt + c.generate > shape->max_context)
+      throw UsageError(fmt::format("--prompt {} + --generate {} is beyond {}'s context of {}",
+                                   c.prompt, c.generate, shape->name, shape->max_context));
+  }
   // Known without a GPU: ResNet-50 has no FP8 path on any GPU (models/factory.cpp
   // says the same when asked directly).
   if (c.model == "resnet50" && c.precision == models::Precision::kFp8)
@@ -136,8 +174,9 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
   CLI::App* sub = app.add_subcommand(
       "model",
       "End-to-end ResNet-50 / BERT-large throughput: train or infer, precision, batch (or the "
-      "largest that fits), CUDA graph; writes a run file");
-  sub->add_option("model", args->model, "resnet50 | bert-large")->required();
+      "largest that fits), CUDA graph; Llama inference: prefill, decode, time to first token, "
+      "inter-token latency; writes a run file");
+  sub->add_option("model", args->model, "resnet50 | bert-large | llama")->required();
   sub->add_option("--mode", args->mode, "train (default) | infer");
   sub->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 (default) | fp8");
   sub->add_option("--batch", args->batch,
@@ -157,6 +196,12 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
                     "With --batch max: fraction of memory the recommended batch leaves free "
                     "(default 0.10)");
   sub->add_option("--seq", args->seq, "bert-large sequence length: 128 (default) | 512");
+  sub->add_option("--size", args->size,
+                  "llama: 1b (Llama 3.2 1B, default) | 3b | 8b (Llama 3.1 8B)");
+  sub->add_option("--prompt", args->prompt, "llama: prompt tokens per sequence (default 128)");
+  sub->add_option("--generate", args->generate,
+                  "llama: tokens generated after the prompt, the first by the prefill (default "
+                  "128)");
   auto* steps = sub->add_option("--steps", args->steps,
                                 "Exactly N timed steps, one sample each (default: until the "
                                 "noise target or the time cap)");

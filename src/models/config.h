@@ -57,6 +57,11 @@ struct ModelConfig {
   // (B, H, T, T) probabilities in memory; the default) or fused (flash-style, one
   // kernel per pass). Ignored by ResNet-50.
   Attention attention = Attention::kUnfused;
+  // Llama ("llama"): the published size ("1b", "3b", "8b"), and for inference the
+  // prompt's tokens and the tokens generated after it (the first by the prefill).
+  std::string llama_size = "1b";
+  int prompt = 128;
+  int generate = 128;
 };
 
 // A tensor on the host in PyTorch's layout and naming, for correctness checks

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "gpu/check.h"
+#include "models/llama/inference.h"
 #include "models/trainer.h"
 #include "suite/context.h"
 
@@ -80,6 +81,13 @@ BatchSearchResult find_max_batch(const ModelConfig& config, int device, double h
 }
 
 std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx) {
+  if (run.config.model == "llama") {
+    if (run.config.mode != Mode::kInfer || run.batch_max || run.profile)
+      throw UsageError(
+          "llama: only --mode infer is built (prefill and decode at a fixed --batch); "
+          "training, --batch max and --profile are not");
+    return llama::run_inference(run.config, ctx.device, ctx.quick);
+  }
   if (!run.batch_max) return measure_model(run, ctx);
   SearchFacts facts;
   facts.headroom = run.headroom;

@@ -69,11 +69,23 @@ void add_model_metrics(std::vector<MetricDef>& out) {
       {Family::kModelPeakMemory, ".peak_memory", ", device memory", "B", false, false},
       {Family::kModelEnergy, ".energy_per_item", ", energy per item", "J/{item}", false, false},
       {Family::kModelMaxBatch, ".max_batch", ", largest batch", "{item}", true, false},
+      {Family::kModelPrefill, ".prefill", ", prefill", "tokens/s", true, false},
+      {Family::kModelDecode, ".decode", ", decode", "tokens/s", true, false},
+      {Family::kModelTtft, ".ttft", ", time to first token", "s", false, false},
+      {Family::kModelItl, ".itl", ", inter-token latency", "s", false, false},
+      {Family::kModelDecodeShare, ".decode.bandwidth_share", ", decode bandwidth share", "1", true,
+       false},
+  };
+  auto decoder_only = [](Family f) {
+    return f == Family::kModelPrefill || f == Family::kModelDecode || f == Family::kModelTtft ||
+           f == Family::kModelItl || f == Family::kModelDecodeShare;
   };
   for (const ModelDef& model : model_defs()) {
     for (const char* mode : {"train", "infer"}) {
       for (const Figure& f : figures) {
         if (f.family == Family::kModelTokens && !model.has_tokens) continue;
+        if (decoder_only(f.family) && (!model.decoder || std::string_view(mode) == "train"))
+          continue;
         MetricDef m;
         m.id = fmt::format("model.{}.{}{}", model.id, mode, f.suffix);
         m.name = fmt::format("{} {}{}", model.display,

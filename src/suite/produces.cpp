@@ -24,9 +24,12 @@ const V kGemmPrecisions = {{"fp64"}, {"fp32"},     {"tf32"},     {"fp16"},
 const V kModelModes = {{"train"}, {"infer"}};
 const V kModelPrecisions = {{"fp32"}, {"tf32"}, {"fp16"}, {"bf16"}, {"fp8"}};
 
-constexpr std::array<ModelDef, 2> kModels = {{
+constexpr std::array<ModelDef, 5> kModels = {{
     {"resnet50", "ResNet-50", "img", false, false},
     {"bert-large", "BERT-large", "seq", true, true},
+    {"llama-1b", "Llama 3.2 1B", "tokens", true, true, true},
+    {"llama-3b", "Llama 3.2 3B", "tokens", true, true, true},
+    {"llama-8b", "Llama 3.1 8B", "tokens", true, true, true},
 }};
 
 V model_values() {
@@ -50,6 +53,14 @@ std::vector<ConfigParameter> model_config() {
 
 std::vector<Placeholder> model_placeholders() {
   return {{"model", model_values()}, {"mode", kModelModes}, {"precision", kModelPrecisions}};
+}
+
+// A decoder's inference: the prompt length and the tokens decoded after it.
+std::vector<ConfigParameter> decoder_config() {
+  std::vector<ConfigParameter> c = model_config();
+  c.push_back({"prompt"});
+  c.push_back({"generated"});
+  return c;
 }
 
 std::vector<Placeholder> model_layer_placeholders() {
@@ -245,6 +256,23 @@ std::vector<FamilyDef> make_families() {
       {F::kModelLayer, "model.{model}.{mode}.{precision}.layer.{layer}", "s",
        "Per-layer (per-region) time of one step, timed eagerly (`--profile`)",
        model_layer_placeholders(), model_config()},
+      {F::kModelPrefill, "model.{model}.{mode}.{precision}.prefill", "tokens/s",
+       "Prefill: prompt tokens per second over the batch (decoders)", model_placeholders(),
+       decoder_config()},
+      {F::kModelDecode, "model.{model}.{mode}.{precision}.decode", "tokens/s",
+       "Decode: new tokens per second over the batch, each step one CUDA graph with the KV "
+       "cache (decoders)",
+       model_placeholders(), decoder_config()},
+      {F::kModelTtft, "model.{model}.{mode}.{precision}.ttft", "s",
+       "Time to first token: the prompt's prefill and the first greedy choice (median)",
+       model_placeholders(), decoder_config()},
+      {F::kModelItl, "model.{model}.{mode}.{precision}.itl", "s",
+       "Inter-token latency: one decode step (median; p99 in the stats)", model_placeholders(),
+       decoder_config()},
+      {F::kModelDecodeShare, "model.{model}.{mode}.{precision}.decode.bandwidth_share", "1",
+       "Bytes a decode step must read (its weights and KV cache) per step time, over this "
+       "GPU's HBM copy bandwidth measured in the same run",
+       model_placeholders(), decoder_config()},
   };
 }
 
@@ -263,9 +291,10 @@ const std::vector<FamilyDef>& family_table() {
 
 std::vector<BenchmarkDef> make_benchmarks() {
   using F = Family;
-  const std::vector<Family> model_writes = {F::kModelRate,     F::kModelFlops,      F::kModelTokens,
-                                            F::kModelStepTime, F::kModelPeakMemory, F::kModelEnergy,
-                                            F::kModelMaxBatch, F::kModelLayers,     F::kModelLayer};
+  const std::vector<Family> model_writes = {
+      F::kModelRate,   F::kModelFlops,    F::kModelTokens, F::kModelStepTime,   F::kModelPeakMemory,
+      F::kModelEnergy, F::kModelMaxBatch, F::kModelLayers, F::kModelLayer,      F::kModelPrefill,
+      F::kModelDecode, F::kModelTtft,     F::kModelItl,    F::kModelDecodeShare};
   return {
       {"memory.hbm",
        "memory",

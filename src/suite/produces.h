@@ -62,6 +62,11 @@ enum class Family {
   kModelMaxBatch,      // ... .max_batch
   kModelLayers,        // ... .layer (a model that does not time its layers)
   kModelLayer,         // ... .layer.{layer}
+  kModelPrefill,       // ... .prefill (decoders)
+  kModelDecode,        // ... .decode
+  kModelTtft,          // ... .ttft
+  kModelItl,           // ... .itl
+  kModelDecodeShare,   // ... .decode.bandwidth_share
   kCount,
 };
 
@@ -115,6 +120,7 @@ struct ModelDef {
   std::string_view item;     // "seq": throughput in seq/s, energy in J/seq
   bool has_seq;              // sequence length is a parameter
   bool has_tokens;           // writes tokens/s
+  bool decoder = false;      // prefill and decode (Llama)
 };
 
 std::span<const FamilyDef> families();

@@ -34,9 +34,11 @@ CliOutcome model(const std::string& args) {
 TEST(CliModel, HelpNamesEveryOption) {
   const CliOutcome o = run_gpuvs("model --help");
   EXPECT_EQ(o.code, 0);
-  for (const char* opt : {"resnet50", "bert-large", "--mode", "--precision", "--batch", "max",
-                          "--accumulate", "--graph", "--deterministic", "--attention", "--headroom",
-                          "--seq", "--steps", "--time-cap", "--profile", "--gpu", "--quick"})
+  for (const char* opt :
+       {"resnet50",     "bert-large", "--mode",          "--precision", "--batch",    "max",
+        "--accumulate", "--graph",    "--deterministic", "--attention", "--headroom", "--seq",
+        "--steps",      "--time-cap", "--profile",       "--gpu",       "--quick",    "llama",
+        "--size",       "--prompt",   "--generate"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << "help lacks " << opt << ":\n" << o.out;
 }
 
@@ -84,6 +86,20 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"bert-large --attention flash", "--attention: 'flash' is not unfused or fused"},
       {"resnet50 --steps 0", "--steps: must be 1 or more"},
       {"resnet50 --time-cap 0", "--time-cap 0: must be positive"},
+      {"llama --size 70b --mode infer", "--size: '70b' is not one of 1b, 3b, 8b"},
+      {"llama --size 8b", "llama: only --mode infer is built"},
+      {"llama --mode infer --precision fp8", "--precision fp8 is not built; bf16, fp16 or fp32"},
+      {"llama --mode infer --precision tf32", "--precision tf32 is not built"},
+      {"llama --mode infer --batch max", "llama: --batch max is not built"},
+      {"llama --mode infer --profile", "llama: --profile is not built"},
+      {"llama --mode infer --prompt 0", "--prompt: must be 1 or more"},
+      {"llama --mode infer --generate 1", "--generate: must be 2 or more"},
+      {"llama --mode infer --prompt 131000 --generate 128",
+       "--prompt 131000 + --generate 128 is beyond Llama 3.2 1B's context of 131072"},
+      {"llama --mode infer --prompt 200k", "--prompt 200k: too large: at most 131072"},
+      {"resnet50 --size 8b", "--size: only for llama"},
+      {"bert-large --prompt 64", "--prompt: only for llama"},
+      {"llama --mode infer --seq 512", "--seq: only for bert-large"},
   };
   for (const BadCase& c : cases) {
     const CliOutcome o = model(c.args);
@@ -117,7 +133,8 @@ TEST(CliModel, ParserErrorsAreUsageErrors) {
 TEST(CliModel, WithoutAGpuExit3WithOneClearLine) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: the GPU tests cover `gpuvs model`";
   for (const char* args : {"resnet50", "resnet50 --batch max", "bert-large --seq 512 --quick",
-                           "resnet50 --mode infer --precision fp16 --graph off"}) {
+                           "resnet50 --mode infer --precision fp16 --graph off",
+                           "llama --size 8b --mode infer --batch 64 --prompt 2k"}) {
     const CliOutcome o = model(args);
     EXPECT_EQ(o.code, 3) << args << ": " << o.err;
     ASSERT_FALSE(o.err.empty()) << args;

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuvs::models::llama {
 
@@ -33,6 +34,13 @@ struct Shape {
   int max_context = 0;  // max_position_embeddings
   double rms_norm_eps = 0;
   std::string_view source;  // where the shape comes from
+  // rope_scaling of type "llama3" (factor 0: none): the frequencies of long wavelengths
+  // divided by `factor`, a smooth blend between low_freq_factor and high_freq_factor
+  // of the original context's wavelengths.
+  double rope_factor = 0;
+  double rope_low_freq_factor = 1;
+  double rope_high_freq_factor = 4;
+  int rope_original_context = 8192;
 
   int head_dim() const { return hidden / heads; }
   int kv_dim() const { return kv_heads * head_dim(); }
@@ -44,6 +52,11 @@ std::span<const Shape> shapes();
 std::optional<Shape> find_shape(std::string_view size);
 // "1b, 3b, 8b", for messages.
 std::string size_list();
+
+// The rotary embedding's inverse frequencies, head_dim / 2 of them: theta^(-2i / D),
+// then the llama3 scaling where rope_factor > 0 (transformers'
+// _compute_llama3_parameters). Position p rotates pair (i, i + D/2) by p * f[i].
+std::vector<double> rope_inv_freq(const Shape& s);
 
 // Trainable parameters: embeddings (once when tied), per layer the Q, K, V and output
 // projections (no biases), the three SwiGLU matrices and two RMSNorm weights, the final
@@ -60,9 +73,14 @@ double train_flops_per_token(const Shape& s, int seq, bool causal = false);
 // Bytes of the KV cache one token of context takes: K and V for every layer.
 int64_t kv_bytes_per_token(const Shape& s, int bytes_per_value);
 
-// Bytes one decode step reads: every weight once (`weight_bytes` per parameter) plus,
-// for each of `batch` sequences, the KV cache of `context` tokens. The floor of a
-// decode step's time is that over the memory bandwidth.
+// Parameters a decode step reads whole: every weight but an untied embedding table,
+// of which the lookup reads only the rows of the step's tokens (a tied table is the
+// LM head, read whole).
+int64_t decode_weight_count(const Shape& s);
+
+// Bytes one decode step reads: decode_weight_count weights once (`weight_bytes` each)
+// plus, for each of `batch` sequences, the KV cache of `context` tokens. The floor of
+// a decode step's time is that over the memory bandwidth.
 double decode_bytes_per_step(const Shape& s, int weight_bytes, int kv_bytes, int batch,
                              int context);
 

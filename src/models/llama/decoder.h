@@ -1,0 +1,83 @@
+// The Llama decoder for inference, natively: a prompt of `prompt` tokens for each of
+// `batch` sequences through every layer at once (prefill), then one token per
+// sequence per step against the KV cache (decode), each step choosing the next token
+// greedily on the GPU. Weights are random, generated in place from the seed: nothing
+// is downloaded, and the same shape and seed give the same weights whatever the batch
+// or lengths.
+//
+// Invariants: all device memory is allocated in the constructor (OutOfMemoryError,
+// after freeing what it took, when it does not fit); prefill() and decode_step() only
+// enqueue work on stream(), never allocate or synchronise, and read the position from
+// the device, so a decode step can be captured once in a CUDA graph and replayed at
+// every position.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/layers/dtype.h"
+#include "models/llama/reference.h"
+#include "models/llama/shapes.h"
+
+namespace gpuvs::models::llama {
+
+struct DecoderConfig {
+  Shape shape;
+  DType dtype = DType::kBF16;  // weights, activations, KV cache
+  int batch = 1;
+  int prompt = 128;       // tokens per sequence in prefill()
+  int max_context = 256;  // prompt + decoded tokens the cache holds
+  uint64_t seed = 1;
+  // Weights uniform in [-bound, bound): 0.02 * sqrt(3) has transformers' initializer
+  // standard deviation 0.02; the RMSNorm weights are 1.
+  float init_bound = 0.0346410162f;
+};
+
+class Decoder {
+ public:
+  Decoder(const DecoderConfig& config, int device);
+  ~Decoder();
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  const DecoderConfig& config() const { return config_; }
+  cudaStream_t stream() const;
+
+  // The prompt (batch x prompt token ids) from the host, or random ids from `seed`.
+  void set_prompt(const std::vector<int32_t>& ids);
+  void random_prompt(uint64_t seed);
+  // Position back to 0 (the cache is overwritten from there).
+  void reset();
+
+  // The prompt through every layer from position 0; the cache then holds it, the
+  // position is `prompt`, next_tokens() the greedy choice after it.
+  void prefill();
+  // next_tokens() through every layer at the current position; the position moves by 1.
+  void decode_step();
+
+  // Synchronise and read back (tests, and the run's last step only).
+  std::vector<int32_t> next_tokens();
+  std::vector<float> logits();  // (batch, vocab) of the last step, FP32
+  int position();
+  HostWeights download_weights();
+
+  // Bytes every decode step reads at least: each weight it uses once
+  // (decode_weight_count: the LM head, not an untied embedding table).
+  double weight_bytes() const;
+  int64_t parameter_count() const;
+  // FLOPs of a prefill of the whole prompt and of one decode step at context `context`
+  // (2 per weight and token, plus the attention's scores and context).
+  double prefill_flops() const;
+  double decode_flops(int context) const;
+
+  struct Impl;  // the device state, in decoder.cpp
+
+ private:
+  DecoderConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuvs::models::llama

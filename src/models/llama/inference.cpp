@@ -1,0 +1,179 @@
+#include "models/llama/inference.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/stats.h"
+#include "gpu/check.h"
+#include "gpu/device.h"
+#include "models/llama/decoder.h"
+#include "suite/produces.h"
+
+namespace gpuvs::models::llama {
+
+namespace {
+
+// A CUDA graph of one decode step, destroyed with it.
+class StepGraph {
+ public:
+  explicit StepGraph(Decoder& d) {
+    GPUVS_CUDA_CHECK(cudaStreamBeginCapture(d.stream(), cudaStreamCaptureModeThreadLocal));
+    d.decode_step();
+    GPUVS_CUDA_CHECK(cudaStreamEndCapture(d.stream(), &graph_));
+    GPUVS_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  ~StepGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  void launch(cudaStream_t s) { GPUVS_CUDA_CHECK(cudaGraphLaunch(exec_, s)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+DType dtype_of(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return DType::kF32;
+    case Precision::kFp16:
+      return DType::kF16;
+    case Precision::kBf16:
+      return DType::kBF16;
+    default:
+      break;
+  }
+  throw UsageError(
+      fmt::format("llama --mode infer: --precision {} is not built; fp32, fp16 or "
+                  "bf16",
+                  to_string(p)));
+}
+
+// Seconds between consecutive events of `events` (n + 1 recorded events: n spans).
+std::vector<double> spans(std::vector<Event>& events) {
+  GPUVS_CUDA_CHECK(cudaEventSynchronize(events.back().get()));
+  std::vector<double> out;
+  for (size_t i = 1; i < events.size(); ++i) {
+    float ms = 0;
+    GPUVS_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i - 1].get(), events[i].get()));
+    out.push_back(double(ms) * 1e-3);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick) {
+  const std::optional<Shape> shape = find_shape(c.llama_size);
+  if (!shape)
+    throw UsageError(fmt::format("llama --size: '{}' is not one of {}", c.llama_size, size_list()));
+  DecoderConfig dc;
+  dc.shape = *shape;
+  dc.dtype = dtype_of(c.precision);
+  dc.batch = c.batch;
+  dc.prompt = c.prompt;
+  dc.max_context = c.prompt + c.generate;
+  dc.seed = c.seed;
+  DeviceScope scope(device);
+  size_t free_before = 0, total = 0;
+  GPUVS_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  Decoder d(dc, device);
+  size_t free_after = 0;
+  GPUVS_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+  const cudaStream_t s = d.stream();
+
+  // Prefill: once to warm up, then timed repeats.
+  const int repeats = quick ? 3 : 10;
+  d.prefill();
+  std::vector<Event> marks(size_t(repeats) + 1);
+  GPUVS_CUDA_CHECK(cudaEventRecord(marks[0].get(), s));
+  for (int i = 0; i < repeats; ++i) {
+    d.prefill();
+    GPUVS_CUDA_CHECK(cudaEventRecord(marks[size_t(i) + 1].get(), s));
+  }
+  const std::vector<double> prefill_s = spans(marks);
+
+  // Decode: `generate` - 1 steps after the prefill (its greedy choice is the first
+  // token), each one graph replay between two events.
+  const int steps = std::max(1, c.generate - 1);
+  StepGraph graph(d);  // captured, not run: the position is still the prompt's
+  d.prefill();
+  std::vector<Event> ticks(size_t(steps) + 1);
+  GPUVS_CUDA_CHECK(cudaEventRecord(ticks[0].get(), s));
+  for (int i = 0; i < steps; ++i) {
+    graph.launch(s);
+    GPUVS_CUDA_CHECK(cudaEventRecord(ticks[size_t(i) + 1].get(), s));
+  }
+  const std::vector<double> step_s = spans(ticks);
+  const int end = d.position();
+  if (end != c.prompt + steps)
+    throw Error(
+        fmt::format("llama decode: ended at position {}, expected {}", end, c.prompt + steps));
+
+  const std::string model = "llama-" + c.llama_size;
+  const std::string mode = "infer", prec(to_string(c.precision));
+  auto base = [&](Family f, std::string name, std::string unit, std::span<const double> samples) {
+    Result r;
+    r.id = result_id(f, {model, mode, prec});
+    r.name = fmt::format("{} {}, {} {}", shape->name, prec, name,
+                         fmt::format("batch {}, prompt {}", c.batch, c.prompt));
+    r.devices = {device};
+    r.parameters = {{"model", model},
+                    {"mode", mode},
+                    {"precision", prec},
+                    {"batch", int64_t{c.batch}},
+                    {"seq", int64_t{c.prompt}},
+                    {"prompt", int64_t{c.prompt}},
+                    {"generated", int64_t{c.generate}},
+                    {"graph", true},
+                    {"parameter_count", d.parameter_count()},
+                    {"memory_bytes", double(free_before - free_after)}};
+    r.unit = std::move(unit);
+    r.samples.assign(samples.begin(), samples.end());
+    r.stats = compute_stats(samples);
+    r.value = r.stats.median;
+    return r;
+  };
+  std::vector<Result> out;
+  out.push_back(base(Family::kModelTtft, "time to first token", "s", prefill_s));
+  {
+    std::vector<double> rates;
+    for (double t : prefill_s)
+      rates.push_back(double(c.batch) * c.prompt / t);
+    Result r = base(Family::kModelPrefill, "prefill", "tokens/s", rates);
+    r.flops_per_iteration = d.prefill_flops();
+    out.push_back(std::move(r));
+  }
+  Result itl = base(Family::kModelItl, "inter-token latency", "s", step_s);
+  out.push_back(itl);
+  {
+    const double mean_step =
+        std::accumulate(step_s.begin(), step_s.end(), 0.0) / double(step_s.size());
+    std::vector<double> rates;
+    for (double t : step_s)
+      rates.push_back(double(c.batch) / t);
+    Result r = base(Family::kModelDecode, "decode", "tokens/s", rates);
+    // Aggregate over the batch from the mean step (the median of rates is not it).
+    r.value = double(c.batch) / mean_step;
+    const int mean_context = c.prompt + steps / 2;
+    const int kv = int(dtype_size(dc.dtype));
+    const double bytes = decode_bytes_per_step(*shape, kv, kv, c.batch, mean_context);
+    r.bytes_per_iteration = bytes;
+    r.flops_per_iteration = d.decode_flops(mean_context);
+    r.parameters["bytes_per_step"] = bytes;
+    r.parameters["achieved_bytes_per_s"] = bytes / mean_step;
+    r.parameters["tokens_per_s_per_sequence"] = 1.0 / mean_step;
+    r.parameters["itl_p99_s"] = itl.stats.p99.value_or(itl.stats.max);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace gpuvs::models::llama

@@ -1,0 +1,384 @@
+// The Llama decoder's kernels (kernels.h).
+#include <algorithm>
+#include <cmath>
+
+#include "gpu/check.h"
+#include "gpu/reduce.cuh"
+#include "models/layers/dtype.h"
+#include "models/llama/kernels.h"
+
+namespace gpuvs::models::llama {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t n, int threads = kThreads) {
+  return static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 1 << 20));
+}
+
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+template <class T>
+__global__ void init_uniform_kernel(T* dst, int64_t n, float bound, uint64_t key) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t h = mix64(key ^ mix64(uint64_t(i)));
+    const float u = float(h >> 40) * (1.0f / 16777216.0f);  // [0, 1), 24 bits
+    dst[i] = from_f<T>((2.0f * u - 1.0f) * bound);
+  }
+}
+
+template <class T>
+__global__ void fill_kernel(T* dst, int64_t n, float value) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = from_f<T>(value);
+}
+
+template <class T>
+__global__ void embed_kernel(const int32_t* ids, const T* table, T* x, int64_t rows, int c) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * c;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / c;
+    x[i] = table[int64_t(ids[r]) * c + (i - r * c)];
+  }
+}
+
+// One block per row.
+template <class T>
+__global__ void rms_norm_kernel(const T* x, const T* w, T* y, int c, float eps) {
+  __shared__ float scratch[kThreads / kWarpSize];
+  const T* xr = x + int64_t(blockIdx.x) * c;
+  T* yr = y + int64_t(blockIdx.x) * c;
+  float sq = 0;
+  for (int i = threadIdx.x; i < c; i += kThreads) {
+    const float v = to_f(xr[i]);
+    sq += v * v;
+  }
+  const float total = block_reduce_all<kThreads, ShuffleTree::kButterfly>(sq, SumOp{}, scratch);
+  const float rstd = rsqrtf(total / float(c) + eps);
+  for (int i = threadIdx.x; i < c; i += kThreads) {
+    const float normed = to_f(from_f<T>(to_f(xr[i]) * rstd));
+    yr[i] = from_f<T>(to_f(w[i]) * normed);
+  }
+}
+
+// One thread per (row, head of the H + G rotated ones, pair i < D/2); the values are
+// copied by the threads of the key heads.
+template <class T>
+__global__ void rope_cache_kernel(RopeCacheArgs a) {
+  const int d = a.head_dim, half = d / 2;
+  const int rotated = a.heads + a.kv_heads;
+  const int64_t rows = int64_t(a.batch) * a.seq;
+  const int64_t n = rows * rotated * half;
+  const int kv = a.kv_heads * d;
+  const int width = a.heads * d + 2 * kv;
+  const int pos0 = *a.pos;
+  T* qkv = static_cast<T*>(a.qkv);
+  T* kc = static_cast<T*>(a.k_cache);
+  T* vc = static_cast<T*>(a.v_cache);
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
+       idx += int64_t(gridDim.x) * blockDim.x) {
+    const int i = int(idx % half);
+    const int head = int((idx / half) % rotated);
+    const int64_t row = idx / (int64_t(half) * rotated);
+    const int b = int(row / a.seq), t = int(row % a.seq);
+    const int p = pos0 + t;
+    const float angle = float(p) * a.inv_freq[i];
+    float sn, cs;
+    sincosf(angle, &sn, &cs);
+    T* base = qkv + row * width + head * d;  // key heads follow the query heads
+    const float x1 = to_f(base[i]), x2 = to_f(base[i + half]);
+    const T r1 = from_f<T>(x1 * cs - x2 * sn);
+    const T r2 = from_f<T>(x2 * cs + x1 * sn);
+    base[i] = r1;
+    base[i + half] = r2;
+    if (head >= a.heads) {
+      const int g = head - a.heads;
+      const int64_t at = (int64_t(b) * a.max_context + p) * kv + int64_t(g) * d;
+      kc[at + i] = r1;
+      kc[at + i + half] = r2;
+      const T* v = qkv + row * width + a.heads * d + kv + int64_t(g) * d;
+      vc[at + i] = v[i];
+      vc[at + i + half] = v[i + half];
+    }
+  }
+}
+
+constexpr int kAttnWarps = 4;
+constexpr int kMaxHeadDim = 128;
+
+// One block per (row, head, split); each warp takes every kAttnWarps-th position of
+// the block's range, one position at a time, lane l holding dims [l*E, l*E + E) with
+// E = D / 32, an online softmax per warp; then the warps are merged.
+template <class T, int E>
+__global__ void attention_kernel(AttentionArgs a) {
+  constexpr int kD = E * kWarpSize;
+  const int splits = a.splits;
+  const int split = int(blockIdx.x % splits);
+  const int head = int((blockIdx.x / splits) % a.heads);
+  const int64_t row = int64_t(blockIdx.x) / (int64_t(splits) * a.heads);
+  const int b = int(row / a.seq), t = int(row % a.seq);
+  const int len = *a.pos + t + 1;  // positions 0 .. *pos + t
+  const int chunk = (len + splits - 1) / splits;
+  const int lo = split * chunk, hi = min(len, lo + chunk);
+  const int group = a.heads / a.kv_heads;
+  const int g = head / group;
+  const int kv = a.kv_heads * kD;
+  const int width = a.heads * kD + 2 * kv;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+
+  const T* q = static_cast<const T*>(a.qkv) + row * width + int64_t(head) * kD + lane * E;
+  const float scale = rsqrtf(float(kD));
+  float qv[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    qv[e] = to_f(q[e]) * scale;
+  const T* kbase = static_cast<const T*>(a.k_cache) + int64_t(b) * a.max_context * kv +
+                   int64_t(g) * kD + lane * E;
+  const T* vbase = static_cast<const T*>(a.v_cache) + int64_t(b) * a.max_context * kv +
+                   int64_t(g) * kD + lane * E;
+  float m = -INFINITY, l = 0, acc[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    acc[e] = 0;
+  for (int p = lo + warp; p < hi; p += kAttnWarps) {
+    const T* k = kbase + int64_t(p) * kv;
+    float s = 0;
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      s += qv[e] * to_f(k[e]);
+    s = warp_sum(s);
+    const float m_new = fmaxf(m, s);
+    const float correction = __expf(m - m_new);  // 0 on the first position
+    const float w = __expf(s - m_new);
+    const T* v = vbase + int64_t(p) * kv;
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      acc[e] = acc[e] * correction + w * to_f(v[e]);
+    l = l * correction + w;
+    m = m_new;
+  }
+
+  __shared__ float sm_m[kAttnWarps], sm_l[kAttnWarps];
+  __shared__ float sm_acc[kAttnWarps][kD];
+  if (lane == 0) {
+    sm_m[warp] = m;
+    sm_l[warp] = l;
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    sm_acc[warp][lane * E + e] = acc[e];
+  __syncthreads();
+  float mm = -INFINITY;
+  for (int w = 0; w < kAttnWarps; ++w)
+    mm = fmaxf(mm, sm_m[w]);
+  float ll = 0;
+  for (int w = 0; w < kAttnWarps; ++w)
+    if (sm_l[w] > 0) ll += sm_l[w] * __expf(sm_m[w] - mm);
+  for (int d = threadIdx.x; d < kD; d += blockDim.x) {
+    float o = 0;
+    for (int w = 0; w < kAttnWarps; ++w)
+      if (sm_l[w] > 0) o += sm_acc[w][d] * __expf(sm_m[w] - mm);
+    if (splits == 1) {
+      static_cast<T*>(a.out)[row * a.heads * kD + int64_t(head) * kD + d] =
+          from_f<T>(ll > 0 ? o / ll : 0.0f);
+    } else {
+      float* part = a.partials + ((row * a.heads + head) * splits + split) * (kD + 2);
+      part[2 + d] = o;
+      if (d == 0) {
+        part[0] = mm;
+        part[1] = ll;
+      }
+    }
+  }
+}
+
+// One block per (row, head): merges the splits' (max, sum, unnormalised output).
+template <class T>
+__global__ void attention_combine_kernel(AttentionArgs a) {
+  const int d_size = a.head_dim, splits = a.splits;
+  const int64_t rh = blockIdx.x;  // row * heads + head
+  const float* part = a.partials + rh * splits * (d_size + 2);
+  float mm = -INFINITY;
+  for (int s = 0; s < splits; ++s)
+    if (part[s * (d_size + 2) + 1] > 0) mm = fmaxf(mm, part[s * (d_size + 2)]);
+  float ll = 0;
+  for (int s = 0; s < splits; ++s) {
+    const float* p = part + s * (d_size + 2);
+    if (p[1] > 0) ll += p[1] * __expf(p[0] - mm);
+  }
+  for (int d = threadIdx.x; d < d_size; d += blockDim.x) {
+    float o = 0;
+    for (int s = 0; s < splits; ++s) {
+      const float* p = part + s * (d_size + 2);
+      if (p[1] > 0) o += p[2 + d] * __expf(p[0] - mm);
+    }
+    static_cast<T*>(a.out)[rh * d_size + d] = from_f<T>(ll > 0 ? o / ll : 0.0f);
+  }
+}
+
+template <class T>
+__global__ void swiglu_kernel(const T* gu, T* out, int64_t rows, int inter) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * inter;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / inter, j = i - r * inter;
+    const float g = to_f(gu[r * 2 * inter + j]);
+    const float u = to_f(gu[r * 2 * inter + inter + j]);
+    out[i] = from_f<T>(g / (1.0f + __expf(-g)) * u);
+  }
+}
+
+template <class T>
+__global__ void gather_last_kernel(const T* x, T* y, int batch, int seq, int c) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < int64_t(batch) * c;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t b = i / c;
+    y[i] = x[(b * seq + seq - 1) * c + (i - b * c)];
+  }
+}
+
+// One block per row: the largest value and, among equals, the smallest index.
+__global__ void argmax_kernel(const float* logits, int32_t* out, int v) {
+  const float* row = logits + int64_t(blockIdx.x) * v;
+  float best = -INFINITY;
+  int at = 0x7fffffff;
+  for (int i = threadIdx.x; i < v; i += kThreads) {
+    const float x = row[i];
+    if (x > best) {  // NaN never wins
+      best = x;
+      at = i;
+    }
+  }
+  __shared__ float sv[kThreads];
+  __shared__ int si[kThreads];
+  sv[threadIdx.x] = best;
+  si[threadIdx.x] = at;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      const float ov = sv[threadIdx.x + stride];
+      const int oi = si[threadIdx.x + stride];
+      if (ov > sv[threadIdx.x] || (ov == sv[threadIdx.x] && oi < si[threadIdx.x])) {
+        sv[threadIdx.x] = ov;
+        si[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = si[0] == 0x7fffffff ? 0 : si[0];
+}
+
+__global__ void advance_kernel(int* pos, int by) {
+  *pos += by;
+}
+
+}  // namespace
+
+void init_uniform(void* dst, DType dtype, int64_t n, float bound, uint64_t seed, uint64_t salt,
+                  cudaStream_t s) {
+  if (n == 0) return;
+  const uint64_t key = seed * 0x100000001b3ull ^ (salt + 0x51ed2701ull);
+  GPUVS_DISPATCH_DTYPE(dtype, init_uniform_kernel<T>
+                       <<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dst), n, bound, key));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void fill(void* dst, DType dtype, int64_t n, float value, cudaStream_t s) {
+  if (n == 0) return;
+  GPUVS_DISPATCH_DTYPE(
+      dtype, fill_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dst), n, value));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void embed(const int32_t* ids, const void* table, void* x, int64_t rows, int c, DType dtype,
+           cudaStream_t s) {
+  GPUVS_DISPATCH_DTYPE(dtype, embed_kernel<T><<<grid_for(rows * c), kThreads, 0, s>>>(
+                                  ids, static_cast<const T*>(table), static_cast<T*>(x), rows, c));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void rms_norm(const void* x, const void* w, void* y, int64_t rows, int c, float eps, DType dtype,
+              cudaStream_t s) {
+  if (rows == 0) return;
+  GPUVS_DISPATCH_DTYPE(
+      dtype, rms_norm_kernel<T><<<unsigned(rows), kThreads, 0, s>>>(
+                 static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), c, eps));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s) {
+  const int64_t n = int64_t(a.batch) * a.seq * (a.heads + a.kv_heads) * (a.head_dim / 2);
+  GPUVS_DISPATCH_DTYPE(a.dtype, rope_cache_kernel<T><<<grid_for(n), kThreads, 0, s>>>(a));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+int64_t attention_partial_floats(int64_t rows, int heads, int head_dim, int splits) {
+  return splits > 1 ? rows * heads * splits * (head_dim + 2) : 0;
+}
+
+int attention_splits(int64_t rows, int heads, int max_context, int sms) {
+  const int64_t blocks = rows * heads;
+  const int64_t wanted = (2 * int64_t(sms) + blocks - 1) / std::max<int64_t>(blocks, 1);
+  const int64_t most = std::max(1, max_context / 64);
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::min<int64_t>(most, 64)));
+}
+
+void attention(const AttentionArgs& a, cudaStream_t s) {
+  const int64_t rows = int64_t(a.batch) * a.seq;
+  const unsigned blocks = static_cast<unsigned>(rows * a.heads * a.splits);
+  auto launch = [&](auto kernel) { kernel<<<blocks, kAttnWarps * kWarpSize, 0, s>>>(a); };
+  GPUVS_DISPATCH_DTYPE(a.dtype, {
+    switch (a.head_dim) {
+      case 32:
+        launch(attention_kernel<T, 1>);
+        break;
+      case 64:
+        launch(attention_kernel<T, 2>);
+        break;
+      case 128:
+        launch(attention_kernel<T, 4>);
+        break;
+      default:
+        throw Error("llama attention: head size must be 32, 64 or 128");
+    }
+  });
+  GPUVS_CUDA_CHECK_LAUNCH();
+  if (a.splits > 1) {
+    GPUVS_DISPATCH_DTYPE(
+        a.dtype, attention_combine_kernel<T><<<unsigned(rows * a.heads), kMaxHeadDim, 0, s>>>(a));
+    GPUVS_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void swiglu(const void* gu, void* a, int64_t rows, int inter, DType dtype, cudaStream_t s) {
+  GPUVS_DISPATCH_DTYPE(dtype, swiglu_kernel<T><<<grid_for(rows * inter), kThreads, 0, s>>>(
+                                  static_cast<const T*>(gu), static_cast<T*>(a), rows, inter));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void gather_last_rows(const void* x, void* y, int batch, int seq, int c, DType dtype,
+                      cudaStream_t s) {
+  GPUVS_DISPATCH_DTYPE(dtype,
+                       gather_last_kernel<T><<<grid_for(int64_t(batch) * c), kThreads, 0, s>>>(
+                           static_cast<const T*>(x), static_cast<T*>(y), batch, seq, c));
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void argmax_rows(const float* logits, int32_t* out, int rows, int v, cudaStream_t s) {
+  argmax_kernel<<<unsigned(rows), kThreads, 0, s>>>(logits, out, v);
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+void advance_position(int* pos, int by, cudaStream_t s) {
+  advance_kernel<<<1, 1, 0, s>>>(pos, by);
+  GPUVS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gpuvs::models::llama

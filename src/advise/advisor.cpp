@@ -197,7 +197,8 @@ void list_assumptions(const Request& r, Advice& a) {
   if (r.mode == Mode::kInfer) {
     a.assumptions.push_back(fmt::format(
         "decode reads every weight and the whole KV cache each step at {:.2f} of the datasheet "
-        "bandwidth (a measured copy counts as {:.1f} %); prefill at the MFU above",
+        "bandwidth (a measured copy counts as {:.1f} %, or as the share a measured gpuvs "
+        "Llama decode at batch 1 reached where a run file has one); prefill at the MFU above",
         r.assumptions.bw_util, 100 * kCopyReference));
     a.assumptions.push_back(
         "weights and KV cache split evenly over the GPUs (tensor parallel in a node, pipeline "
@@ -326,10 +327,7 @@ void evaluate_inference(const Request& r, const GpuSpec& g, const MeasuredGpu* m
     return;
   }
   c.usable = true;
-  c.basis = fmt::format("{} bandwidth × {:.2f}", c.memory_bw->basis,
-                        c.memory_bw->basis == "measured"
-                            ? std::min(1.0, r.assumptions.bw_util / kCopyReference)
-                            : r.assumptions.bw_util);
+  c.basis = fmt::format("{} bandwidth × {:.2f}", c.memory_bw->basis, c.memory_bw->factor);
   const std::vector<int> counts = r.gpus ? std::vector<int>{*r.gpus} : candidate_counts(r.max_gpus);
   int n = 0;
   double closest = std::numeric_limits<double>::infinity();

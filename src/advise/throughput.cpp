@@ -78,6 +78,7 @@ void Measurements::add_run(const RunFile& run, const std::string& file,
     double value = 0;
     bool best = false;
     std::string id;
+    int64_t rank = 0;  // the decode share: the model's parameter count
   };
   std::map<std::pair<size_t, std::string>, Pick> picks;  // (device, key) → figure
   for (const Result& r : run.results) {
@@ -113,6 +114,18 @@ void Measurements::add_run(const RunFile& run, const std::string& file,
     } else if (family == Family::kModelRate && match->value("model") == "resnet50" &&
                match->value("mode") == "train" && r.unit == "img/s") {
       key = "resnet50";
+    } else if (family == Family::kModelDecodeShare && r.unit == "1" && r.value <= 1) {
+      // Batch 1, where a decode step is bound by its bytes; of the largest model, the
+      // nearest to the models advised.
+      const auto batch = r.parameters.find("batch");
+      const auto count = r.parameters.find("parameter_count");
+      if (batch == r.parameters.end() || count == r.parameters.end()) continue;
+      const auto* b = std::get_if<int64_t>(&batch->second);
+      const auto* n = std::get_if<int64_t>(&count->second);
+      if (!b || *b != 1 || !n) continue;
+      Pick& p = picks[{static_cast<size_t>(dev), "decode_share"}];
+      if (p.id.empty() || *n > p.rank) p = Pick{r.value, false, id, *n};
+      continue;
     } else {
       continue;
     }
@@ -124,7 +137,15 @@ void Measurements::add_run(const RunFile& run, const std::string& file,
   }
   for (const auto& [where, pick] : picks) {
     Samples& s = samples_[spec[where.first]->id];
-    s.values[where.second].push_back(pick.value);
+    std::vector<double>& values = s.values[where.second];
+    // A ranked figure (the decode share) keeps only the highest rank's samples.
+    if (pick.rank > 0) {
+      int64_t& rank = s.rank[where.second];
+      if (pick.rank < rank) continue;
+      if (pick.rank > rank) values.clear();
+      rank = pick.rank;
+    }
+    values.push_back(pick.value);
     s.from[where.second] = fmt::format("{} in {}", pick.id, file);
   }
   medians_.clear();
@@ -146,6 +167,9 @@ void Measurements::add_run(const RunFile& run, const std::string& file,
       } else if (key == "resnet50") {
         m.resnet50_train = v;
         m.resnet50_from = from;
+      } else if (key == "decode_share") {
+        m.decode_share = v;
+        m.decode_share_from = from;
       }
     }
     medians_[gpu] = std::move(m);
@@ -243,9 +267,22 @@ std::optional<ComputeRate> resnet50_rate(const GpuSpec& gpu, Precision p,
 std::optional<Bandwidth> memory_bandwidth(const GpuSpec& gpu, const MeasuredGpu* measured,
                                           double bw_util, std::string& why_not) {
   const auto it = gpu.figures.find("memory.bandwidth");
+  if (measured && measured->copy_bandwidth && measured->decode_share) {
+    Bandwidth b;
+    b.factor = *measured->decode_share;
+    b.value = *measured->copy_bandwidth * b.factor;
+    b.basis = "measured";
+    b.text = fmt::format(
+        "measured copy {} ({}) × {:.3f}, the share of it gpuvs's Llama decode reached at batch "
+        "1 ({}) = {}",
+        bps(*measured->copy_bandwidth), measured->copy_from, b.factor, measured->decode_share_from,
+        bps(b.value));
+    return b;
+  }
   if (measured && measured->copy_bandwidth) {
     Bandwidth b;
     const double util = std::min(1.0, bw_util / kCopyReference);
+    b.factor = util;
     b.value = *measured->copy_bandwidth * util;
     b.basis = "measured";
     b.text = fmt::format(
@@ -260,6 +297,7 @@ std::optional<Bandwidth> memory_bandwidth(const GpuSpec& gpu, const MeasuredGpu*
   }
   Bandwidth b;
   b.value = it->second.value * bw_util;
+  b.factor = bw_util;
   b.basis = "datasheet";
   b.text = fmt::format("datasheet bandwidth {} × {:.2f} = {}", bps(it->second.value), bw_util,
                        bps(b.value));

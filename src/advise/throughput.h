@@ -50,6 +50,10 @@ struct MeasuredGpu {
   std::string all_reduce_from;
   std::optional<double> resnet50_train;  // model.resnet50.train*, img/s per GPU
   std::string resnet50_from;
+  // model.llama-*.infer.*.decode.bandwidth_share at batch 1, of the largest model
+  // measured: the share of the copy bandwidth a decode step reached.
+  std::optional<double> decode_share;
+  std::string decode_share_from;
 };
 
 class Measurements {
@@ -65,6 +69,7 @@ class Measurements {
   struct Samples {
     std::map<std::string, std::vector<double>> values;  // key → per-GPU values
     std::map<std::string, std::string> from;
+    std::map<std::string, int64_t> rank;  // key → the rank its samples have
   };
   std::map<std::string, Samples> samples_;  // gpu id → samples
   std::map<std::string, MeasuredGpu> medians_;
@@ -100,9 +105,11 @@ struct Bandwidth {
   double value = 0;  // B/s assumed delivered
   std::string basis;
   std::string text;
+  double factor = 0;  // value / the bandwidth it starts from (copy or datasheet)
 };
 
-// Decode: measured copy × bw_util / kCopyReference, else datasheet × bw_util.
+// Decode: measured copy × a measured decode share where the run files have one, else
+// measured copy × bw_util / kCopyReference, else datasheet × bw_util.
 std::optional<Bandwidth> memory_bandwidth(const GpuSpec& gpu, const MeasuredGpu* measured,
                                           double bw_util, std::string& why_not);
 

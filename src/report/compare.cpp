@@ -127,7 +127,9 @@ Cell cell_of(const RunFile& run, const Result& r, const MetricDef& metric, const
     return c;
   }
   c.value = r.value;
-  c.noise = r.stats.noise;
+  // Noise is a spread of samples: a figure of one sample or none (derived) has none to
+  // show, which is not a noise of zero.
+  if (r.stats.samples > 1) c.noise = r.stats.noise;
   c.throttled = throttled(r);
   c.power_capped = power_capped(r);
   if (c.datasheet && *c.datasheet > 0) c.of_datasheet = r.value / *c.datasheet;

@@ -9,6 +9,7 @@
 
 #include "bench/benchmarks.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "core/suggest.h"
 #include "models/trainer.h"
 #include "suite/bench_index.h"
@@ -57,6 +58,12 @@ void add_decode_shares(std::vector<Result>& out, BenchContext& ctx) {
     } else {
       s.value = std::get<double>(d.parameters.at("achieved_bytes_per_s")) / copy->value;
       s.parameters["copy_bytes_per_s"] = copy->value;
+      // Per step: the decode's samples are tokens/s over the batch, batch / step time.
+      const double per_token = std::get<double>(d.parameters.at("bytes_per_step")) /
+                               double(std::get<int64_t>(d.parameters.at("batch")));
+      for (double rate : d.samples)
+        s.samples.push_back(rate * per_token / copy->value);
+      s.stats = compute_stats(s.samples);
     }
     shares.push_back(std::move(s));
   }

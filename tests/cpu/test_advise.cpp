@@ -274,6 +274,38 @@ TEST(AdviseRunFile, BundledH200RunIsMatchedToTheCatalogue) {
   EXPECT_NEAR(*old.find("H200-SXM")->copy_bandwidth / 4.8e12, kCopyReference, 0.001);
 }
 
+// A run of gpuvs's Llama decode at batch 1 gives the share of the copy a decode step
+// reaches: the decode estimate takes it instead of the 0.80 assumption. A batch-64 run
+// is not bound by its bytes alone and is not used; of two models, the larger counts.
+TEST(AdviseRunFile, MeasuredDecodeShareReplacesTheAssumption) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/data/reference/";
+  Measurements m;
+  for (const char* f :
+       {"h200-model-llama-1b-bf16-infer-batch1.json", "h200-model-llama-8b-bf16-infer-batch64.json",
+        "h200-model-llama-8b-bf16-infer-batch1.json"})
+    m.add_run(load_run_file(dir + f), f, cat());
+  const MeasuredGpu* g = m.find("H200-SXM");
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(g->decode_share.has_value());
+  EXPECT_NEAR(*g->decode_share, 0.685, 0.001);
+  EXPECT_NE(g->decode_share_from.find("llama-8b"), std::string::npos) << g->decode_share_from;
+  std::string why;
+  const std::optional<Bandwidth> b = memory_bandwidth(*cat().find("H200-SXM"), g, 0.80, why);
+  ASSERT_TRUE(b.has_value()) << why;
+  EXPECT_EQ(b->basis, "measured");
+  EXPECT_DOUBLE_EQ(b->factor, *g->decode_share);
+  EXPECT_DOUBLE_EQ(b->value, *g->copy_bandwidth * *g->decode_share);
+  EXPECT_NE(b->text.find("Llama decode"), std::string::npos) << b->text;
+
+  // Without a decode share: the copy at 0.80 / 0.892, as before.
+  Measurements copy_only;
+  copy_only.add_run(load_run_file(dir + "h200-sxm-run.json"), "h200-sxm-run.json", cat());
+  const std::optional<Bandwidth> c =
+      memory_bandwidth(*cat().find("H200-SXM"), copy_only.find("H200-SXM"), 0.80, why);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NEAR(c->factor, 0.80 / kCopyReference, 1e-12);
+}
+
 // The H200 compute run that gpuvs measured (another part of the project adds it):
 // its best BF16 GEMM replaces the datasheet, the power-capped ".sustained" one is
 // not used (the 0.803 reference is a short best-shape matmul).

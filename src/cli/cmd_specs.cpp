@@ -153,7 +153,7 @@ void run_list(const GlobalOptions& global, SpecsArgs& args) {
     ojson gpus = ojson::array();
     for (const GpuSpec& g : catalogue.gpus())
       gpus.push_back(gpu_json(g, false));
-    print_json(ojson{{"gpus", std::move(gpus)}});
+    print_json(ojson{{"schema", "gpuvs.specs.list/1"}, {"gpus", std::move(gpus)}});
     return;
   }
   TextTable table(
@@ -178,7 +178,8 @@ void run_show(const GlobalOptions& global, SpecsArgs& args) {
   const GpuSpec& g = args.catalogue().get(args.name);
   const std::vector<const PublishedFigure*> published = Published::builtin().for_gpu(g.id);
   if (global.json) {
-    ojson j = gpu_json(g, true);
+    ojson j{{"schema", "gpuvs.specs.gpu/1"}};
+    j.update(gpu_json(g, true));
     ojson pub = ojson::array();
     for (const PublishedFigure* f : published)
       pub.push_back(published_json(*f));
@@ -282,7 +283,11 @@ void run_diff(const GlobalOptions& global, SpecsArgs& args) {
     ojson src = ojson::array();
     for (const auto& [what, url] : sources)
       src.push_back(ojson{{"for", what}, {"url", url}});
-    print_json(ojson{{"a", a.id}, {"b", b.id}, {"rows", std::move(rows)}, {"sources", src}});
+    print_json(ojson{{"schema", "gpuvs.specs.diff/1"},
+                     {"a", a.id},
+                     {"b", b.id},
+                     {"rows", std::move(rows)},
+                     {"sources", src}});
     return;
   }
   print_text(stdout, "{} vs {} (datasheet figures; tensor figures dense unless marked sparse)\n\n",

@@ -63,6 +63,8 @@ TEST(CliSpecs, DiffJsonHasRawValuesAndMissingAsNull) {
   const SpecsRun r = gpuvs_specs("--json specs diff A100 H200");
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "gpuvs.specs.diff/1");
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).begin().key(), "schema") << "first";
   EXPECT_EQ(j["a"], "A100-SXM4-80GB");
   EXPECT_EQ(j["b"], "H200-SXM");
   bool seen_fp16 = false;
@@ -106,7 +108,17 @@ TEST(CliSpecs, ListShowsEveryGpu) {
     EXPECT_TRUE(has(r.out, id)) << id;
   const SpecsRun j = gpuvs_specs("specs list --json");
   ASSERT_EQ(j.code, 0) << j.err;
-  EXPECT_GE(nlohmann::json::parse(j.out)["gpus"].size(), 15u);
+  const nlohmann::json list = nlohmann::json::parse(j.out);
+  EXPECT_EQ(list["schema"], "gpuvs.specs.list/1");
+  EXPECT_GE(list["gpus"].size(), 15u);
+  // One GPU: its schema, then the same fields as in the list, and its published results.
+  const SpecsRun one = gpuvs_specs("--json specs show H200");
+  ASSERT_EQ(one.code, 0) << one.err;
+  const nlohmann::json gpu = nlohmann::json::parse(one.out);
+  EXPECT_EQ(gpu["schema"], "gpuvs.specs.gpu/1");
+  EXPECT_EQ(gpu["id"], "H200-SXM");
+  EXPECT_TRUE(gpu["published"].is_array());
+  EXPECT_TRUE(gpu["figures"].is_array());
 }
 
 TEST(CliSpecs, ShowGivesFiguresSourcesAndPublishedResults) {

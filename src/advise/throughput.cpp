@@ -117,12 +117,8 @@ void Measurements::add_run(const RunFile& run, const std::string& file,
     } else if (family == Family::kModelDecodeShare && r.unit == "1" && r.value <= 1) {
       // Batch 1, where a decode step is bound by its bytes; of the largest model, the
       // nearest to the models advised.
-      const auto batch = r.parameters.find("batch");
-      const auto count = r.parameters.find("parameter_count");
-      if (batch == r.parameters.end() || count == r.parameters.end()) continue;
-      const auto* b = std::get_if<int64_t>(&batch->second);
-      const auto* n = std::get_if<int64_t>(&count->second);
-      if (!b || *b != 1 || !n) continue;
+      const std::optional<int64_t> n = int_parameter(r, "parameter_count");
+      if (int_parameter(r, "batch") != 1 || !n) continue;
       Pick& p = picks[{static_cast<size_t>(dev), "decode_share"}];
       if (p.id.empty() || *n > p.rank) p = Pick{r.value, false, id, *n};
       continue;

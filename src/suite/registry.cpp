@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <variant>
 
 #include "bench/benchmarks.h"
 #include "core/error.h"
@@ -33,13 +32,7 @@ void add_decode_shares(std::vector<Result>& out, BenchContext& ctx) {
   const Result* copy = nullptr;
   for (const Result& r : hbm) {
     if (r.id != result_id(Family::kHbmStream, {"copy"}) || r.status != Status::kOk) continue;
-    const auto bytes = [](const Result& x) {
-      const auto it = x.parameters.find("bytes");
-      return it == x.parameters.end()                      ? 0.0
-             : std::holds_alternative<int64_t>(it->second) ? double(std::get<int64_t>(it->second))
-             : std::holds_alternative<double>(it->second)  ? std::get<double>(it->second)
-                                                           : 0.0;
-    };
+    const auto bytes = [](const Result& x) { return number_parameter(x, "bytes").value_or(0); };
     if (!copy || bytes(r) > bytes(*copy)) copy = &r;
   }
   std::vector<Result> shares;
@@ -56,11 +49,11 @@ void add_decode_shares(std::vector<Result>& out, BenchContext& ctx) {
       s.status = Status::kError;
       s.status_reason = "memory.hbm.copy was not measured: no share to give";
     } else {
-      s.value = std::get<double>(d.parameters.at("achieved_bytes_per_s")) / copy->value;
+      s.value = *number_parameter(d, "achieved_bytes_per_s") / copy->value;
       s.parameters["copy_bytes_per_s"] = copy->value;
       // Per step: the decode's samples are tokens/s over the batch, batch / step time.
-      const double per_token = std::get<double>(d.parameters.at("bytes_per_step")) /
-                               double(std::get<int64_t>(d.parameters.at("batch")));
+      const double per_token = number_parameter(d, "bytes_per_step").value_or(0) /
+                               number_parameter(d, "batch").value_or(1);
       for (double rate : d.samples)
         s.samples.push_back(rate * per_token / copy->value);
       s.stats = compute_stats(s.samples);

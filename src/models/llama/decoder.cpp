@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "gpu/check.h"
@@ -16,6 +15,7 @@
 #include "models/bert/gemm.h"
 #include "models/layers/gemm_dtype.h"
 #include "models/llama/kernels.h"
+#include "models/tensor_file.h"
 
 namespace gpuvs::models::llama {
 
@@ -365,22 +365,8 @@ HostWeights Decoder::download_weights() {
     }
     std::vector<uint16_t> raw(static_cast<size_t>(n));
     GPUVS_CUDA_CHECK(cudaMemcpy(raw.data(), m.w(at), size_t(n) * 2, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < raw.size(); ++i) {
-      uint32_t bits = 0;
-      if (m.dtype == DType::kBF16) {
-        bits = uint32_t(raw[i]) << 16;
-      } else {  // IEEE half to float
-        const uint32_t h = raw[i], sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, f = h & 0x3ff;
-        if (e == 0) {
-          float v = std::ldexp(float(f), -24);
-          std::memcpy(&bits, &v, 4);
-          bits |= sign;
-        } else {
-          bits = sign | ((e == 31 ? 255 : e + 112) << 23) | (f << 13);
-        }
-      }
-      std::memcpy(&out[i], &bits, 4);
-    }
+    for (size_t i = 0; i < raw.size(); ++i)
+      out[i] = m.dtype == DType::kBF16 ? bfloat16_to_float(raw[i]) : half_to_float(raw[i]);
     return out;
   };
   auto rows_of = [](const std::vector<float>& t, int64_t first, int64_t count, int64_t cols) {

@@ -39,7 +39,7 @@ Options:
                                      each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
                         llama        gpuvs model llama --mode infer: 8B at batch 1
-                                     and 64, 1B at batch 1; beside it
+                                     (with --profile) and 64, 1B at batch 1; beside it
                                      transformers' generate (needs transformers)
                         check        gpuvs check --level 1, 2, and 3 for 120 s
                                      against the level-2 run as its baseline
@@ -420,7 +420,8 @@ if [[ -n $out_dir ]]; then
   fi
   if selected llama; then
     l=(model llama --mode infer --precision bf16 --prompt 128 --gpu 0)
-    reference models/llama-8b-bf16-infer-batch1 1 -- "${l[@]}" --size 8b --batch 1 --generate 256
+    reference models/llama-8b-bf16-infer-batch1 1 -- "${l[@]}" --size 8b --batch 1 --generate 256 \
+      --profile
     reference models/llama-8b-bf16-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 --generate 128
     reference models/llama-1b-bf16-infer-batch1 1 -- "${l[@]}" --size 1b --batch 1 --generate 256
     py=${GPUVS_PYTHON:-python3}

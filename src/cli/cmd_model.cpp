@@ -147,7 +147,6 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
                       "or fp32",
                       models::to_string(c.precision)));
     if (run.batch_max) throw UsageError("llama: --batch max is not built; give --batch N");
-    if (run.profile) throw UsageError("llama: --profile is not built");
     if (a.batch == "256") c.batch = 1;  // the default of the others; a decoder starts at 1
     const auto prompt = count(a.prompt, "--prompt", shape->max_context, "128, 2k");
     const auto generate = count(a.generate, "--generate", shape->max_context, "128");

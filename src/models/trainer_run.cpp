@@ -86,7 +86,7 @@ std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx
       throw UsageError(
           "llama: only --mode infer is built (prefill and decode at a fixed --batch); "
           "training, --batch max and --profile are not");
-    return llama::run_inference(run.config, ctx.device, ctx.quick);
+    return llama::run_inference(run.config, ctx.device, ctx.quick, run.profile);
   }
   if (!run.batch_max) return measure_model(run, ctx);
   SearchFacts facts;

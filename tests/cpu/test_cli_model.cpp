@@ -91,7 +91,6 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"llama --mode infer --precision fp8", "--precision fp8 is not built; bf16, fp16 or fp32"},
       {"llama --mode infer --precision tf32", "--precision tf32 is not built"},
       {"llama --mode infer --batch max", "llama: --batch max is not built"},
-      {"llama --mode infer --profile", "llama: --profile is not built"},
       {"llama --mode infer --prompt 0", "--prompt: must be 1 or more"},
       {"llama --mode infer --generate 1", "--generate: must be 2 or more"},
       {"llama --mode infer --prompt 131000 --generate 128",

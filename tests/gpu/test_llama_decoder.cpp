@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "gpu_test_util.h"
 #include "models/llama/decoder.h"
 #include "models/llama/reference.h"
+#include "models/llama/row_gemm.h"
 
 namespace gpuvs::models::llama {
 namespace {
@@ -195,6 +197,125 @@ TEST(LlamaDecoder, AContextBeyondTheModelsIsRefused) {
   EXPECT_THROW(Decoder(c, 0), UsageError);
   c.max_context = 2;  // shorter than the prompt
   EXPECT_THROW(Decoder(c, 0), UsageError);
+}
+
+// The few-row projection against a plain FP64 one, FP32 throughout: every input kind,
+// 1 to 4 rows, an N that is no multiple of a block's 16 outputs, and the residual
+// read from the output it overwrites.
+TEST(LlamaRowGemm, EveryInputKindMatchesAPlainProduct) {
+  GPUVS_REQUIRE_GPU();
+  constexpr int64_t kK = 384, kN = 83;
+  constexpr float kEps = 1e-5f;
+  auto value = [](int64_t i, int salt) {
+    return float((i * 7919 + salt * 104729) % 2001) / 1000.0f - 1.0f;
+  };
+  DeviceScope scope(0);
+  for (RowInput in : {RowInput::kPlain, RowInput::kRmsNorm, RowInput::kSwiGLU}) {
+    for (int rows = 1; rows <= 4; ++rows) {
+      const int64_t xk = in == RowInput::kSwiGLU ? 2 * kK : kK;
+      std::vector<float> x(size_t(rows * xk)), w(size_t(kN * kK)), norm(static_cast<size_t>(kK)),
+          res(size_t(rows * kN));
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = value(int64_t(i), 1);
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = value(int64_t(i), 2);
+      for (size_t i = 0; i < norm.size(); ++i)
+        norm[i] = 1.0f + 0.5f * value(int64_t(i), 3);
+      for (size_t i = 0; i < res.size(); ++i)
+        res[i] = value(int64_t(i), 4);
+      std::vector<double> want(res.size());
+      for (int r = 0; r < rows; ++r) {
+        std::vector<double> input(static_cast<size_t>(kK));
+        double sq = 0;
+        for (int64_t k = 0; k < kK; ++k)
+          sq += double(x[size_t(r * xk + k)]) * x[size_t(r * xk + k)];
+        const double rstd = 1.0 / std::sqrt(sq / double(kK) + kEps);
+        for (int64_t k = 0; k < kK; ++k) {
+          const double v = x[size_t(r * xk + k)];
+          if (in == RowInput::kPlain) input[size_t(k)] = v;
+          if (in == RowInput::kRmsNorm) input[size_t(k)] = norm[size_t(k)] * v * rstd;
+          if (in == RowInput::kSwiGLU)
+            input[size_t(k)] = v / (1.0 + std::exp(-v)) * x[size_t(r * xk + kK + k)];
+        }
+        for (int64_t n = 0; n < kN; ++n) {
+          double acc = res[size_t(r * kN + n)];
+          for (int64_t k = 0; k < kK; ++k)
+            acc += input[size_t(k)] * w[size_t(n * kK + k)];
+          want[size_t(r * kN + n)] = acc;
+        }
+      }
+      DeviceBuffer dx(x.size() * 4), dw(w.size() * 4), dn(norm.size() * 4), dout(res.size() * 4);
+      ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw.get(), w.data(), w.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dn.get(), norm.data(), norm.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dout.get(), res.data(), res.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_TRUE(row_gemm_fits(rows, kK, DType::kF32));
+      RowGemmArgs a;
+      a.rows = rows;
+      a.k = kK;
+      a.n = kN;
+      a.dtype = DType::kF32;
+      a.input = in;
+      a.x = dx.get();
+      a.norm_weight = dn.get();
+      a.eps = kEps;
+      a.w = dw.get();
+      a.residual = dout.get();
+      a.out = dout.get();
+      row_gemm(a, true, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> got(res.size());
+      ASSERT_EQ(cudaMemcpy(got.data(), dout.get(), got.size() * 4, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::fabs(got[i] - want[i]) / (1.0 + std::fabs(want[i])));
+      EXPECT_LT(worst, 1e-4) << "input kind " << int(in) << ", " << rows << " rows";
+    }
+  }
+  EXPECT_FALSE(row_gemm_fits(5, 256, DType::kBF16));
+  EXPECT_FALSE(row_gemm_fits(1, 100, DType::kBF16));   // not a whole number of 16-byte loads
+  EXPECT_FALSE(row_gemm_fits(4, 14336, DType::kF32));  // 229 KB of staged rows
+}
+
+// Decode steps through the few-row projections and through cuBLASLt's GEMMs choose
+// the same tokens, at every batch the former takes; the profile names every region.
+TEST(LlamaDecoder, RowKernelsAndCublasLtDecodeTheSame) {
+  GPUVS_REQUIRE_GPU();
+  constexpr int kPrompt = 5, kSteps = 8;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (int batch = 1; batch <= 4; ++batch) {
+      DecoderConfig c = config(dtype, batch, kPrompt, kPrompt + kSteps + 1);
+      Decoder rows(c, 0);
+      c.row_gemms = false;
+      Decoder lt(c, 0);
+      ASSERT_TRUE(rows.use_row_gemms(true));
+      ASSERT_FALSE(lt.use_row_gemms(false));
+      rows.prefill();
+      lt.prefill();
+      if (batch == 1) rows.enable_profile(true);
+      for (int i = 0; i < kSteps; ++i) {
+        rows.decode_step();
+        lt.decode_step();
+        const std::string at = "batch " + std::to_string(batch) + ", step " + std::to_string(i);
+        ASSERT_EQ(rows.next_tokens(), lt.next_tokens()) << at;
+        EXPECT_LT(rel_l2(rows.logits(), lt.logits()), dtype == DType::kF32 ? 1e-5 : 2e-2) << at;
+      }
+      if (batch != 1) continue;
+      const auto regions = rows.profile_times();
+      rows.enable_profile(false);
+      std::vector<std::string> names;
+      for (const auto& [name, seconds] : regions) {
+        names.push_back(name);
+        EXPECT_GT(seconds, 0.0) << name;
+      }
+      EXPECT_EQ(names,
+                (std::vector<std::string>{"embed", "qkv", "rope and cache", "attention",
+                                          "attention output", "gate and up", "down", "lm head"}));
+    }
+  }
 }
 
 }  // namespace

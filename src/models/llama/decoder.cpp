@@ -6,15 +6,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/cublaslt.h"
 #include "gpu/device.h"
 #include "gpu/gemm_spec.h"
+#include "measure/region_timer.h"
 #include "models/bert/gemm.h"
+#include "models/bert/kernels.h"
 #include "models/layers/gemm_dtype.h"
 #include "models/llama/kernels.h"
+#include "models/llama/row_gemm.h"
 #include "models/tensor_file.h"
 
 namespace gpuvs::models::llama {
@@ -72,6 +76,11 @@ struct Decoder::Impl {
   int32_t *prompt_ids = nullptr, *next_ids = nullptr;
   int* pos = nullptr;
   int prefill_splits = 1, decode_splits = 1;
+  // Decode steps through row_gemm() (a few rows: it streams the weights faster than
+  // cuBLASLt's tiles and takes RMSNorm and SwiGLU in), each projection started while the
+  // kernel before it finishes where the GPU can (compute capability 9.0+).
+  bool row_gemms = false, row_gemms_fit = false, dependent_launch = false;
+  RegionTimer timer;
 
   StepGemms prefill, decode;
   std::unique_ptr<bert::Gemm> head;
@@ -136,6 +145,13 @@ Decoder::Decoder(const DecoderConfig& config, int device)
   const int64_t rows = int64_t(config_.batch) * config_.prompt;
   m.prefill_splits = 1;
   m.decode_splits = attention_splits(config_.batch, s.heads, config_.max_context, sms);
+  m.row_gemms_fit = row_gemm_fits(config_.batch, m.c, m.dtype) &&
+                    row_gemm_fits(config_.batch, m.qd, m.dtype) &&
+                    row_gemm_fits(config_.batch, m.inter, m.dtype);
+  m.row_gemms = config_.row_gemms && m.row_gemms_fit;
+  int major = 0;
+  GPUVS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  m.dependent_launch = major >= 9;
   Layout al;
   const size_t x_at = al.add(size_t(rows * m.c), m.es);
   const size_t h_at = al.add(size_t(rows * m.c), m.es);
@@ -260,11 +276,38 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
   const cudaStream_t st = m.stream.get();
   const int64_t rows = int64_t(cfg.batch) * seq;
   const float eps = float(s.rms_norm_eps);
+  // One projection of the decode step's few rows (row_gemm.h).
+  const bool few = seq == 1 && m.row_gemms;
+  auto project = [&](RowInput in, const void* x, const void* norm, const void* w, int64_t k,
+                     int64_t n, bool residual, void* out) {
+    RowGemmArgs a;
+    a.rows = cfg.batch;
+    a.k = k;
+    a.n = n;
+    a.dtype = m.dtype;
+    a.input = in;
+    a.x = x;
+    a.norm_weight = norm;
+    a.eps = eps;
+    a.w = w;
+    a.residual = residual ? out : nullptr;
+    a.out = out;
+    a.out_f32 = out == m.logits;
+    row_gemm(a, m.dependent_launch, st);
+  };
+  RegionTimer& t = m.timer;
+  t.mark("embed", st);
   embed(ids, m.w(m.embed_at), m.x, rows, int(m.c), m.dtype, st);
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const LayerOffsets& o = m.layers[l];
-    rms_norm(m.x, m.w(o.attn_norm), m.h, rows, int(m.c), eps, m.dtype, st);
-    g.qkv->run(m.h, m.w(o.wqkv), m.qkv, 1.0f, 0.0f, nullptr, nullptr, m.ws, st);
+    t.mark("qkv", st);
+    if (few) {
+      project(RowInput::kRmsNorm, m.x, m.w(o.attn_norm), m.w(o.wqkv), m.c, m.width, false, m.qkv);
+    } else {
+      rms_norm(m.x, m.w(o.attn_norm), m.h, rows, int(m.c), eps, m.dtype, st);
+      g.qkv->run(m.h, m.w(o.wqkv), m.qkv, 1.0f, 0.0f, nullptr, nullptr, m.ws, st);
+    }
+    t.mark("rope and cache", st);
     RopeCacheArgs r;
     r.batch = cfg.batch;
     r.seq = seq;
@@ -279,6 +322,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     r.k_cache = m.k_cache(l);
     r.v_cache = m.v_cache(l);
     rope_and_cache(r, st);
+    t.mark("attention", st);
     AttentionArgs at;
     at.batch = cfg.batch;
     at.seq = seq;
@@ -295,21 +339,40 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     at.splits = splits;
     at.partials = m.partials;
     attention(at, st);
+    if (few) {
+      t.mark("attention output", st);
+      project(RowInput::kPlain, m.attn, nullptr, m.w(o.wo), m.qd, m.c, true, m.x);
+      t.mark("gate and up", st);
+      project(RowInput::kRmsNorm, m.x, m.w(o.mlp_norm), m.w(o.wgu), m.c, 2 * m.inter, false, m.gu);
+      t.mark("down", st);
+      project(RowInput::kSwiGLU, m.gu, nullptr, m.w(o.wdown), m.inter, m.c, true, m.x);
+      continue;
+    }
+    t.mark("attention output", st);
     g.o->run(m.attn, m.w(o.wo), m.x, 1.0f, 1.0f, m.x, nullptr, m.ws, st);
+    t.mark("gate and up", st);
     rms_norm(m.x, m.w(o.mlp_norm), m.h, rows, int(m.c), eps, m.dtype, st);
     g.gu->run(m.h, m.w(o.wgu), m.gu, 1.0f, 0.0f, nullptr, nullptr, m.ws, st);
+    t.mark("down", st);
     swiglu(m.gu, m.a, rows, int(m.inter), m.dtype, st);
     g.down->run(m.a, m.w(o.wdown), m.x, 1.0f, 1.0f, m.x, nullptr, m.ws, st);
   }
-  const void* last = m.x;
-  if (seq > 1) {
-    gather_last_rows(m.x, m.last, cfg.batch, seq, int(m.c), m.dtype, st);
-    last = m.last;
+  t.mark("lm head", st);
+  if (few) {
+    project(RowInput::kRmsNorm, m.x, m.w(m.final_norm_at), m.w(m.head_at), m.c, m.vocab, false,
+            m.logits);
+  } else {
+    const void* last = m.x;
+    if (seq > 1) {
+      gather_last_rows(m.x, m.last, cfg.batch, seq, int(m.c), m.dtype, st);
+      last = m.last;
+    }
+    rms_norm(last, m.w(m.final_norm_at), m.last_norm, cfg.batch, int(m.c), eps, m.dtype, st);
+    m.head->run(m.last_norm, m.w(m.head_at), m.logits, 1.0f, 0.0f, nullptr, nullptr, m.ws, st);
   }
-  rms_norm(last, m.w(m.final_norm_at), m.last_norm, cfg.batch, int(m.c), eps, m.dtype, st);
-  m.head->run(m.last_norm, m.w(m.head_at), m.logits, 1.0f, 0.0f, nullptr, nullptr, m.ws, st);
   argmax_rows(m.logits, m.next_ids, cfg.batch, int(m.vocab), st);
   advance_position(m.pos, seq, st);
+  t.stop(st);
 }
 
 }  // namespace
@@ -324,6 +387,20 @@ void Decoder::prefill() {
 void Decoder::decode_step() {
   DeviceScope scope(impl_->device);
   forward(*impl_, config_, impl_->decode, impl_->next_ids, 1, impl_->decode_splits);
+}
+
+void Decoder::enable_profile(bool on) {
+  impl_->timer.enable(on);
+}
+
+std::vector<std::pair<std::string, double>> Decoder::profile_times() {
+  DeviceScope scope(impl_->device);
+  return impl_->timer.totals();
+}
+
+bool Decoder::use_row_gemms(bool on) {
+  impl_->row_gemms = on && impl_->row_gemms_fit;
+  return impl_->row_gemms;
 }
 
 std::vector<int32_t> Decoder::next_tokens() {
@@ -392,6 +469,51 @@ HostWeights Decoder::download_weights() {
   h.final_norm = read(m.final_norm_at, m.c);
   if (!config_.shape.tied_embeddings) h.lm_head = read(m.head_at, m.vocab * m.c);
   return h;
+}
+
+void Decoder::set_weights(const HostWeights& w) {
+  DeviceScope scope(impl_->device);
+  Impl& m = *impl_;
+  const Shape& s = config_.shape;
+  if (w.layers.size() != size_t(s.layers))
+    throw Error(
+        fmt::format("llama: weights of {} layers for {}'s {}", w.layers.size(), s.name, s.layers));
+  if (w.lm_head.empty() != s.tied_embeddings)
+    throw Error(fmt::format("llama: {} has {} embeddings, the weights {}", s.name,
+                            s.tied_embeddings ? "tied" : "untied",
+                            w.lm_head.empty() ? "no LM head" : "an LM head of their own"));
+  // Each tensor through one FP32 staging buffer as large as the largest part.
+  int64_t largest = m.vocab * m.c;
+  largest = std::max({largest, m.width * m.c, 2 * m.inter * m.c});
+  DeviceBuffer staging(size_t(largest) * sizeof(float));
+  const cudaStream_t st = m.stream.get();
+  auto put = [&](const std::vector<float>& t, int64_t n, size_t at, const std::string& name) {
+    if (t.size() != size_t(n))
+      throw Error(
+          fmt::format("llama: weight {} has {} values, {} expects {}", name, t.size(), s.name, n));
+    GPUVS_CUDA_CHECK(cudaMemcpyAsync(staging.as<float>(), t.data(), t.size() * sizeof(float),
+                                     cudaMemcpyHostToDevice, st));
+    bert::cast_from_float(staging.as<float>(), m.w(at), n, m.dtype, st);
+    m.stream.synchronize();  // the staging buffer is reused by the next tensor
+  };
+  put(w.embed, m.vocab * m.c, m.embed_at, "embed");
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const LayerOffsets& o = m.layers[l];
+    const HostWeights::Layer& x = w.layers[l];
+    const std::string at = fmt::format("layers.{}.", l);
+    put(x.attn_norm, m.c, o.attn_norm, at + "attn_norm");
+    // The fused projections: q, k, v rows one after another, then gate and up.
+    put(x.wq, m.qd * m.c, o.wqkv, at + "wq");
+    put(x.wk, m.kvd * m.c, o.wqkv + size_t(m.qd * m.c) * m.es, at + "wk");
+    put(x.wv, m.kvd * m.c, o.wqkv + size_t((m.qd + m.kvd) * m.c) * m.es, at + "wv");
+    put(x.wo, m.c * m.qd, o.wo, at + "wo");
+    put(x.mlp_norm, m.c, o.mlp_norm, at + "mlp_norm");
+    put(x.gate, m.inter * m.c, o.wgu, at + "gate");
+    put(x.up, m.inter * m.c, o.wgu + size_t(m.inter * m.c) * m.es, at + "up");
+    put(x.down, m.c * m.inter, o.wdown, at + "down");
+  }
+  put(w.final_norm, m.c, m.final_norm_at, "final_norm");
+  if (!s.tied_embeddings) put(w.lm_head, m.vocab * m.c, m.head_at, "lm_head");
 }
 
 int64_t Decoder::parameter_count() const {

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/layers/dtype.h"
@@ -34,6 +36,9 @@ struct DecoderConfig {
   // Weights uniform in [-bound, bound): 0.02 * sqrt(3) has transformers' initializer
   // standard deviation 0.02; the RMSNorm weights are 1.
   float init_bound = 0.0346410162f;
+  // Decode steps of up to 4 sequences through the decoder's own few-row projections
+  // (row_gemm.h) where they fit; false: cuBLASLt's GEMMs at every step, as in prefill.
+  bool row_gemms = true;
 };
 
 class Decoder {
@@ -63,6 +68,23 @@ class Decoder {
   std::vector<float> logits();  // (batch, vocab) of the last step, FP32
   int position();
   HostWeights download_weights();
+  // Replaces every weight with `w` (PyTorch's layouts, FP32, rounded to the storage
+  // type): a checkpoint or a reference's weights. Throws Error, the tensor named, when
+  // a size does not match the shape or the embeddings' tying differs.
+  void set_weights(const HostWeights& w);
+
+  // Per-region GPU time of the steps run while on (CUDA events between regions, so the
+  // kernels of one region no longer overlap the next's): "embed", "qkv" (RMSNorm and
+  // the projection), "rope and cache", "attention", "attention output", "gate and up"
+  // (RMSNorm and the projection), "down" (SwiGLU and the projection), "lm head" (the
+  // final RMSNorm, the head and the greedy choice), each summed over layers and steps.
+  // Turning it on starts a new profile. Never on while a step is captured.
+  void enable_profile(bool on);
+  std::vector<std::pair<std::string, double>> profile_times();
+  // Whether decode steps take the few-row projections (DecoderConfig::row_gemms); a
+  // graph captured before a change keeps the path it was captured with. Returns
+  // whether they now do (false where they do not fit, whatever `on`).
+  bool use_row_gemms(bool on);
 
   // Bytes every decode step reads at least: each weight it uses once
   // (decode_weight_count: the LM head, not an untied embedding table).

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <utility>
+#include <variant>
 
 #include "core/error.h"
 #include "core/stats.h"
@@ -68,9 +71,63 @@ std::vector<double> spans(std::vector<Event>& events) {
   return out;
 }
 
+// The context a decode step sees on average over `steps` steps after the prompt.
+int mean_context_of(const ModelConfig& c, int steps) {
+  return c.prompt + steps / 2;
+}
+
+// Bytes a decode step's region reads at least: its weights once (every layer), or for
+// attention the keys and values of the mean context.
+double region_bytes(const std::string& region, const Shape& s, const DecoderConfig& dc,
+                    int context) {
+  const double es = double(dtype_size(dc.dtype));
+  const double c = s.hidden, qd = double(s.heads) * s.head_dim(), kv = s.kv_dim();
+  const double layers = s.layers;
+  if (region == "qkv") return layers * (qd + 2 * kv) * c * es;
+  if (region == "attention output") return layers * c * qd * es;
+  if (region == "gate and up") return layers * 2.0 * s.intermediate * c * es;
+  if (region == "down") return layers * c * s.intermediate * es;
+  if (region == "lm head") return double(s.vocab) * c * es;
+  if (region == "attention") return layers * 2.0 * dc.batch * context * kv * es;
+  return 0;
+}
+
+// One .layer.decode.<region> result per region: seconds per step, and the region's
+// bytes over that time where it has any.
+void add_profile(std::vector<Result>& out, const std::vector<std::pair<std::string, double>>& t,
+                 const Shape& s, const DecoderConfig& dc, int steps, int context) {
+  const Result& decode = out.back();
+  double total = 0;
+  for (const auto& [name, seconds] : t)
+    total += seconds;
+  for (const auto& [name, seconds] : t) {
+    std::string key = "decode." + name;
+    std::replace(key.begin(), key.end(), ' ', '.');
+    Result r;
+    r.id = result_id(Family::kModelLayer,
+                     {std::get<std::string>(decode.parameters.at("model")), "infer",
+                      std::get<std::string>(decode.parameters.at("precision")), key});
+    r.name = fmt::format("{}, decode region {}", decode.name, name);
+    r.devices = decode.devices;
+    r.parameters = decode.parameters;
+    r.parameters["profile_steps"] = int64_t{steps};
+    r.parameters["share_of_eager_step"] = total > 0 ? seconds / total : 0.0;
+    const double bytes = region_bytes(name, s, dc, context);
+    if (bytes > 0) {
+      r.parameters["bytes_per_step"] = bytes;
+      r.parameters["achieved_bytes_per_s"] = bytes / (seconds / steps);
+    }
+    r.unit = "s";
+    r.value = seconds / steps;
+    r.validation = fmt::format(
+        "CUDA events around the region, mean of {} eager decode steps (no graph)", steps);
+    out.push_back(std::move(r));
+  }
+}
+
 }  // namespace
 
-std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick) {
+std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, bool profile) {
   const std::optional<Shape> shape = find_shape(c.llama_size);
   if (!shape)
     throw UsageError(fmt::format("llama --size: '{}' is not one of {}", c.llama_size, size_list()));
@@ -116,6 +173,34 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick) 
   if (end != c.prompt + steps)
     throw Error(
         fmt::format("llama decode: ended at position {}, expected {}", end, c.prompt + steps));
+  const bool rows = d.use_row_gemms(true);
+
+  // --profile: where a step's time goes. The same steps again without a graph, CUDA
+  // events between the regions (each region then runs alone: the sum is more than the
+  // graphed step); and, where the step takes the few-row projections, the graphed step
+  // with cuBLASLt's GEMMs instead, the choice it makes measured beside it.
+  std::vector<std::pair<std::string, double>> regions;
+  std::vector<double> cublaslt_step_s;
+  if (profile) {
+    d.prefill();
+    d.enable_profile(true);
+    for (int i = 0; i < steps; ++i)
+      d.decode_step();
+    regions = d.profile_times();
+    d.enable_profile(false);
+    if (rows) {
+      d.use_row_gemms(false);
+      StepGraph other(d);
+      d.use_row_gemms(true);
+      d.prefill();
+      GPUVS_CUDA_CHECK(cudaEventRecord(ticks[0].get(), s));
+      for (int i = 0; i < steps; ++i) {
+        other.launch(s);
+        GPUVS_CUDA_CHECK(cudaEventRecord(ticks[size_t(i) + 1].get(), s));
+      }
+      cublaslt_step_s = spans(ticks);
+    }
+  }
 
   const std::string model = "llama-" + c.llama_size;
   const std::string mode = "infer", prec(to_string(c.precision));
@@ -133,6 +218,7 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick) 
                     {"prompt", int64_t{c.prompt}},
                     {"generated", int64_t{c.generate}},
                     {"graph", true},
+                    {"decode_projections", rows ? "row kernels" : "cuBLASLt"},
                     {"parameter_count", d.parameter_count()},
                     {"memory_bytes", double(free_before - free_after)}};
     r.unit = std::move(unit);
@@ -162,7 +248,7 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick) 
     Result r = base(Family::kModelDecode, "decode", "tokens/s", rates);
     // Aggregate over the batch from the mean step (the median of rates is not it).
     r.value = double(c.batch) / mean_step;
-    const int mean_context = c.prompt + steps / 2;
+    const int mean_context = mean_context_of(c, steps);
     const int kv = int(dtype_size(dc.dtype));
     const double bytes = decode_bytes_per_step(*shape, kv, kv, c.batch, mean_context);
     r.bytes_per_iteration = bytes;
@@ -171,8 +257,11 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick) 
     r.parameters["achieved_bytes_per_s"] = bytes / mean_step;
     r.parameters["tokens_per_s_per_sequence"] = 1.0 / mean_step;
     r.parameters["itl_p99_s"] = itl.stats.p99.value_or(itl.stats.max);
+    if (!cublaslt_step_s.empty())
+      r.parameters["cublaslt_step_s"] = compute_stats(cublaslt_step_s).median;
     out.push_back(std::move(r));
   }
+  if (!regions.empty()) add_profile(out, regions, *shape, dc, steps, mean_context_of(c, steps));
   return out;
 }
 

@@ -18,6 +18,9 @@ namespace gpuvs::models::llama {
 // caller derives the share of a measured copy bandwidth. Throws UsageError for an
 // unknown size, a precision other than fp32 / bf16 / fp16, or a context beyond the
 // model's; OutOfMemoryError when the model does not fit.
-std::vector<Result> run_inference(const ModelConfig& config, int device, bool quick);
+// With `profile`, also .layer.decode.<region> results (Decoder::enable_profile) and,
+// where the step takes the few-row projections, the decode result's `cublaslt_step_s`:
+// the graphed step with cuBLASLt's GEMMs instead.
+std::vector<Result> run_inference(const ModelConfig& config, int device, bool quick, bool profile);
 
 }  // namespace gpuvs::models::llama

@@ -1,0 +1,52 @@
+// The decode step's projections for a few rows: out (rows, N) = in (rows, K) times
+// W (N, K) transposed, as nn.Linear computes, for rows <= 4 (batch 1 to 4 at one new
+// token each). cuBLASLt's GEMMs tile for many rows; at one row a projection only
+// streams its weights, and what decides its speed is how much of them is in flight and
+// how little time passes between one projection and the next. Here each warp streams
+// two rows of W with 16-byte loads, the block's input rows wait in shared memory, and
+// each kernel starts while the one before it finishes (programmatic dependent launch
+// on compute capability 9.0 and later): it issues its first weight loads, which depend
+// on nothing, then waits for the previous kernel's results before it reads its input.
+//
+// The input can be made on the way in, in the rounding the decoder's own kernels use,
+// so that RMSNorm and SwiGLU need no kernel and no round trip of their own:
+//   kPlain    in = x (rows, K)
+//   kRmsNorm  in = norm_weight * round(x * rsqrt(mean(x^2) + eps)), x (rows, K)
+//   kSwiGLU   in = round(silu(x[:, :K]) * x[:, K:]), x (rows, 2K): gate and up side by side
+// and the output is `out = acc (+ residual)` in the storage type, or FP32 (the LM
+// head's logits). `residual` may be `out` itself (each element is read, then written,
+// by one thread).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "models/layers/dtype.h"
+
+namespace gpuvs::models::llama {
+
+enum class RowInput { kPlain, kRmsNorm, kSwiGLU };
+
+struct RowGemmArgs {
+  int rows = 1;
+  int64_t k = 0, n = 0;
+  DType dtype = DType::kBF16;  // x, W, norm_weight, residual and a non-FP32 out
+  RowInput input = RowInput::kPlain;
+  const void* x = nullptr;
+  const void* norm_weight = nullptr;  // (K), kRmsNorm only
+  float eps = 1e-5f;
+  const void* w = nullptr;  // (N, K) row-major
+  const void* residual = nullptr;
+  void* out = nullptr;
+  bool out_f32 = false;
+};
+
+// Whether row_gemm() takes these rows and this K: rows 1 to 4, K a multiple of one
+// 16-byte load, the staged input rows within the shared memory it allows itself.
+bool row_gemm_fits(int rows, int64_t k, DType dtype);
+// Requires row_gemm_fits() (Error otherwise). `dependent_launch`: start while the
+// kernel before it finishes (only on compute capability 9.0 and later).
+void row_gemm(const RowGemmArgs& a, bool dependent_launch, cudaStream_t s);
+
+}  // namespace gpuvs::models::llama

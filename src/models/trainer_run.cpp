@@ -82,10 +82,10 @@ BatchSearchResult find_max_batch(const ModelConfig& config, int device, double h
 
 std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx) {
   if (run.config.model == "llama") {
-    if (run.config.mode != Mode::kInfer || run.batch_max || run.profile)
+    if (run.config.mode != Mode::kInfer || run.batch_max)
       throw UsageError(
           "llama: only --mode infer is built (prefill and decode at a fixed --batch); "
-          "training, --batch max and --profile are not");
+          "training and --batch max are not");
     return llama::run_inference(run.config, ctx.device, ctx.quick, run.profile);
   }
   if (!run.batch_max) return measure_model(run, ctx);

@@ -24,7 +24,8 @@ namespace {
 void add_decode_shares(std::vector<Result>& out, BenchContext& ctx) {
   std::vector<size_t> decodes;
   for (size_t i = 0; i < out.size(); ++i)
-    if (out[i].status == Status::kOk && out[i].parameters.contains("achieved_bytes_per_s"))
+    if (const auto m = match_result_id(out[i].id);
+        out[i].status == Status::kOk && m && m->family->family == Family::kModelDecode)
       decodes.push_back(i);
   if (decodes.empty()) return;
   const std::vector<std::string> names = {"memory.hbm"};

@@ -96,7 +96,7 @@ double region_bytes(const std::string& region, const Shape& s, const DecoderConf
 // bytes over that time where it has any.
 void add_profile(std::vector<Result>& out, const std::vector<std::pair<std::string, double>>& t,
                  const Shape& s, const DecoderConfig& dc, int steps, int context) {
-  const Result& decode = out.back();
+  const Result decode = out.back();  // a copy: `out` grows below
   double total = 0;
   for (const auto& [name, seconds] : t)
     total += seconds;
@@ -110,12 +110,15 @@ void add_profile(std::vector<Result>& out, const std::vector<std::pair<std::stri
     r.name = fmt::format("{}, decode region {}", decode.name, name);
     r.devices = decode.devices;
     r.parameters = decode.parameters;
+    for (const char* key : {"bytes_per_step", "achieved_bytes_per_s", "tokens_per_s_per_sequence",
+                            "itl_p99_s", "cublaslt_step_s"})
+      r.parameters.erase(key);
     r.parameters["profile_steps"] = int64_t{steps};
     r.parameters["share_of_eager_step"] = total > 0 ? seconds / total : 0.0;
     const double bytes = region_bytes(name, s, dc, context);
     if (bytes > 0) {
-      r.parameters["bytes_per_step"] = bytes;
-      r.parameters["achieved_bytes_per_s"] = bytes / (seconds / steps);
+      r.parameters["region_bytes_per_step"] = bytes;
+      r.parameters["region_bytes_per_s"] = bytes / (seconds / steps);
     }
     r.unit = "s";
     r.value = seconds / steps;

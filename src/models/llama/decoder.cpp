@@ -278,6 +278,8 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
   const float eps = float(s.rms_norm_eps);
   // One projection of the decode step's few rows (row_gemm.h).
   const bool few = seq == 1 && m.row_gemms;
+  // The decoder's own kernels start early in the few-row decode steps (kernels.h).
+  const bool dep = few && m.dependent_launch;
   auto project = [&](RowInput in, const void* x, const void* norm, const void* w, int64_t k,
                      int64_t n, bool residual, void* out) {
     RowGemmArgs a;
@@ -297,7 +299,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
   };
   RegionTimer& t = m.timer;
   t.mark("embed", st);
-  embed(ids, m.w(m.embed_at), m.x, rows, int(m.c), m.dtype, st);
+  embed(ids, m.w(m.embed_at), m.x, rows, int(m.c), m.dtype, st, dep);
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const LayerOffsets& o = m.layers[l];
     t.mark("qkv", st);
@@ -321,6 +323,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     r.qkv = m.qkv;
     r.k_cache = m.k_cache(l);
     r.v_cache = m.v_cache(l);
+    r.dependent_launch = dep;
     rope_and_cache(r, st);
     t.mark("attention", st);
     AttentionArgs at;
@@ -338,6 +341,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     at.out = m.attn;
     at.splits = splits;
     at.partials = m.partials;
+    at.dependent_launch = dep;
     attention(at, st);
     if (few) {
       t.mark("attention output", st);
@@ -370,8 +374,8 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     rms_norm(last, m.w(m.final_norm_at), m.last_norm, cfg.batch, int(m.c), eps, m.dtype, st);
     m.head->run(m.last_norm, m.w(m.head_at), m.logits, 1.0f, 0.0f, nullptr, nullptr, m.ws, st);
   }
-  argmax_rows(m.logits, m.next_ids, cfg.batch, int(m.vocab), st);
-  advance_position(m.pos, seq, st);
+  argmax_rows(m.logits, m.next_ids, cfg.batch, int(m.vocab), st, dep);
+  advance_position(m.pos, seq, st, dep);
   t.stop(st);
 }
 

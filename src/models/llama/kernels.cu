@@ -5,6 +5,7 @@
 #include "gpu/check.h"
 #include "gpu/reduce.cuh"
 #include "models/layers/dtype.h"
+#include "models/llama/dependent_launch.cuh"
 #include "models/llama/kernels.h"
 
 namespace gpuvs::models::llama {
@@ -43,6 +44,8 @@ __global__ void fill_kernel(T* dst, int64_t n, float value) {
 
 template <class T>
 __global__ void embed_kernel(const int32_t* ids, const T* table, T* x, int64_t rows, int c) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * c;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / c;
@@ -73,6 +76,8 @@ __global__ void rms_norm_kernel(const T* x, const T* w, T* y, int c, float eps) 
 // copied by the threads of the key heads.
 template <class T>
 __global__ void rope_cache_kernel(RopeCacheArgs a) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   const int d = a.head_dim, half = d / 2;
   const int rotated = a.heads + a.kv_heads;
   const int64_t rows = int64_t(a.batch) * a.seq;
@@ -112,13 +117,16 @@ __global__ void rope_cache_kernel(RopeCacheArgs a) {
 }
 
 constexpr int kAttnWarps = 4;
+constexpr int kAttnUnroll = 4;
 constexpr int kMaxHeadDim = 128;
 
-// One block per (row, head, split); each warp takes every kAttnWarps-th position of
-// the block's range, one position at a time, lane l holding dims [l*E, l*E + E) with
+// One block per (row, head, split); each warp takes every kAttnWarps-th run of
+// kAttnUnroll positions of the block's range, lane l holding dims [l*E, l*E + E) with
 // E = D / 32, an online softmax per warp; then the warps are merged.
 template <class T, int E>
 __global__ void attention_kernel(AttentionArgs a) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   constexpr int kD = E * kWarpSize;
   const int splits = a.splits;
   const int split = int(blockIdx.x % splits);
@@ -148,21 +156,45 @@ __global__ void attention_kernel(AttentionArgs a) {
 #pragma unroll
   for (int e = 0; e < E; ++e)
     acc[e] = 0;
-  for (int p = lo + warp; p < hi; p += kAttnWarps) {
-    const T* k = kbase + int64_t(p) * kv;
-    float s = 0;
+  // kAttnUnroll positions at a time, their keys and values loaded together: one
+  // position at a time waits a memory latency per position.
+  for (int p0 = lo + warp * kAttnUnroll; p0 < hi; p0 += kAttnWarps * kAttnUnroll) {
+    float kf[kAttnUnroll][E], vf[kAttnUnroll][E];
+#pragma unroll
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      const bool in = p0 + u < hi;
+      const T* k = kbase + int64_t(p0 + u) * kv;
+      const T* v = vbase + int64_t(p0 + u) * kv;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        kf[u][e] = in ? to_f(k[e]) : 0.0f;
+        vf[u][e] = in ? to_f(v[e]) : 0.0f;
+      }
+    }
+    float sc[kAttnUnroll];
+    float m_new = m;
+#pragma unroll
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      float dot = 0;
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        dot += qv[e] * kf[u][e];
+      sc[u] = p0 + u < hi ? warp_sum(dot) : -INFINITY;
+      m_new = fmaxf(m_new, sc[u]);
+    }
+    const float correction = __expf(m - m_new);  // 0 on the first positions
+    l *= correction;
 #pragma unroll
     for (int e = 0; e < E; ++e)
-      s += qv[e] * to_f(k[e]);
-    s = warp_sum(s);
-    const float m_new = fmaxf(m, s);
-    const float correction = __expf(m - m_new);  // 0 on the first position
-    const float w = __expf(s - m_new);
-    const T* v = vbase + int64_t(p) * kv;
+      acc[e] *= correction;
 #pragma unroll
-    for (int e = 0; e < E; ++e)
-      acc[e] = acc[e] * correction + w * to_f(v[e]);
-    l = l * correction + w;
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      const float w = p0 + u < hi ? __expf(sc[u] - m_new) : 0.0f;
+      l += w;
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        acc[e] += w * vf[u][e];
+    }
     m = m_new;
   }
 
@@ -203,6 +235,8 @@ __global__ void attention_kernel(AttentionArgs a) {
 // One block per (row, head): merges the splits' (max, sum, unnormalised output).
 template <class T>
 __global__ void attention_combine_kernel(AttentionArgs a) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   const int d_size = a.head_dim, splits = a.splits;
   const int64_t rh = blockIdx.x;  // row * heads + head
   const float* part = a.partials + rh * splits * (d_size + 2);
@@ -246,6 +280,8 @@ __global__ void gather_last_kernel(const T* x, T* y, int batch, int seq, int c) 
 
 // One block per row: the largest value and, among equals, the smallest index.
 __global__ void argmax_kernel(const float* logits, int32_t* out, int v) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   const float* row = logits + int64_t(blockIdx.x) * v;
   float best = -INFINITY;
   int at = 0x7fffffff;
@@ -276,6 +312,8 @@ __global__ void argmax_kernel(const float* logits, int32_t* out, int v) {
 }
 
 __global__ void advance_kernel(int* pos, int by) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   *pos += by;
 }
 
@@ -298,9 +336,10 @@ void fill(void* dst, DType dtype, int64_t n, float value, cudaStream_t s) {
 }
 
 void embed(const int32_t* ids, const void* table, void* x, int64_t rows, int c, DType dtype,
-           cudaStream_t s) {
-  GPUVS_DISPATCH_DTYPE(dtype, embed_kernel<T><<<grid_for(rows * c), kThreads, 0, s>>>(
-                                  ids, static_cast<const T*>(table), static_cast<T*>(x), rows, c));
+           cudaStream_t s, bool dependent) {
+  GPUVS_DISPATCH_DTYPE(
+      dtype, launch_kernel(embed_kernel<T>, grid_for(rows * c), kThreads, 0, s, dependent, ids,
+                           static_cast<const T*>(table), static_cast<T*>(x), rows, c));
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
@@ -315,7 +354,8 @@ void rms_norm(const void* x, const void* w, void* y, int64_t rows, int c, float 
 
 void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s) {
   const int64_t n = int64_t(a.batch) * a.seq * (a.heads + a.kv_heads) * (a.head_dim / 2);
-  GPUVS_DISPATCH_DTYPE(a.dtype, rope_cache_kernel<T><<<grid_for(n), kThreads, 0, s>>>(a));
+  GPUVS_DISPATCH_DTYPE(a.dtype, launch_kernel(rope_cache_kernel<T>, grid_for(n), kThreads, 0, s,
+                                              a.dependent_launch, a));
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
@@ -333,7 +373,9 @@ int attention_splits(int64_t rows, int heads, int max_context, int sms) {
 void attention(const AttentionArgs& a, cudaStream_t s) {
   const int64_t rows = int64_t(a.batch) * a.seq;
   const unsigned blocks = static_cast<unsigned>(rows * a.heads * a.splits);
-  auto launch = [&](auto kernel) { kernel<<<blocks, kAttnWarps * kWarpSize, 0, s>>>(a); };
+  auto launch = [&](auto kernel) {
+    launch_kernel(kernel, blocks, kAttnWarps * kWarpSize, 0, s, a.dependent_launch, a);
+  };
   GPUVS_DISPATCH_DTYPE(a.dtype, {
     switch (a.head_dim) {
       case 32:
@@ -352,7 +394,8 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
   GPUVS_CUDA_CHECK_LAUNCH();
   if (a.splits > 1) {
     GPUVS_DISPATCH_DTYPE(
-        a.dtype, attention_combine_kernel<T><<<unsigned(rows * a.heads), kMaxHeadDim, 0, s>>>(a));
+        a.dtype, launch_kernel(attention_combine_kernel<T>, unsigned(rows * a.heads), kMaxHeadDim,
+                               0, s, a.dependent_launch, a));
     GPUVS_CUDA_CHECK_LAUNCH();
   }
 }
@@ -371,13 +414,14 @@ void gather_last_rows(const void* x, void* y, int batch, int seq, int c, DType d
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
-void argmax_rows(const float* logits, int32_t* out, int rows, int v, cudaStream_t s) {
-  argmax_kernel<<<unsigned(rows), kThreads, 0, s>>>(logits, out, v);
+void argmax_rows(const float* logits, int32_t* out, int rows, int v, cudaStream_t s,
+                 bool dependent) {
+  launch_kernel(argmax_kernel, unsigned(rows), kThreads, 0, s, dependent, logits, out, v);
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
-void advance_position(int* pos, int by, cudaStream_t s) {
-  advance_kernel<<<1, 1, 0, s>>>(pos, by);
+void advance_position(int* pos, int by, cudaStream_t s, bool dependent) {
+  launch_kernel(advance_kernel, 1, 1, 0, s, dependent, pos, by);
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 

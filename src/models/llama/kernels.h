@@ -6,6 +6,8 @@
 //
 // The position of the first new token is read from the device (`pos`), so that one
 // CUDA graph of a decode step replays at every position: advance_position() moves it.
+// `dependent` (or `dependent_launch`): launched to start while the kernel before it
+// finishes (dependent_launch.cuh), on compute capability 9.0 and later only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,7 +26,7 @@ void fill(void* dst, DType dtype, int64_t n, float value, cudaStream_t s);
 
 // x (rows, C) = table[ids] (table (V, C)).
 void embed(const int32_t* ids, const void* table, void* x, int64_t rows, int c, DType dtype,
-           cudaStream_t s);
+           cudaStream_t s, bool dependent = false);
 
 // y (rows, C) = w * round(x * rsqrt(mean(x^2) + eps)), as transformers' LlamaRMSNorm
 // rounds: the normalised value to the storage type, then the product.
@@ -43,6 +45,7 @@ struct RopeCacheArgs {
   void* qkv = nullptr;
   void* k_cache = nullptr;
   void* v_cache = nullptr;
+  bool dependent_launch = false;
 };
 void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s);
 
@@ -61,6 +64,7 @@ struct AttentionArgs {
   void* out = nullptr;
   int splits = 1;
   float* partials = nullptr;
+  bool dependent_launch = false;
 };
 int64_t attention_partial_floats(int64_t rows, int heads, int head_dim, int splits);
 // How many context ranges a step of `rows` rows takes: enough blocks to cover the
@@ -77,9 +81,10 @@ void gather_last_rows(const void* x, void* y, int batch, int seq, int c, DType d
                       cudaStream_t s);
 
 // out[r] = the index of the largest of logits (rows, V) row r (the first of equals).
-void argmax_rows(const float* logits, int32_t* out, int rows, int v, cudaStream_t s);
+void argmax_rows(const float* logits, int32_t* out, int rows, int v, cudaStream_t s,
+                 bool dependent = false);
 
 // *pos += by.
-void advance_position(int* pos, int by, cudaStream_t s);
+void advance_position(int* pos, int by, cudaStream_t s, bool dependent = false);
 
 }  // namespace gpuvs::models::llama

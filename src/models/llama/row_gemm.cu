@@ -6,6 +6,7 @@
 #include "gpu/check.h"
 #include "gpu/reduce.cuh"
 #include "models/layers/dtype.h"
+#include "models/llama/dependent_launch.cuh"
 #include "models/llama/row_gemm.h"
 
 namespace gpuvs::models::llama {
@@ -63,19 +64,6 @@ __device__ __forceinline__ int4 pack(const float* f) {
   for (int i = 0; i < kVec<T>; ++i)
     t[i] = from_f<T>(f[i]);
   return v;
-}
-
-// Programmatic dependent launch (compute capability 9.0+): wait until the kernel before
-// this one has finished and its writes are visible; let the kernel after this one start.
-__device__ __forceinline__ void wait_for_previous_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void let_next_kernel_start() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
 }
 
 // The block's input rows, made as row_gemm.h says, into `stage` (rows, K) in T.
@@ -234,17 +222,8 @@ void launch(const RowGemmArgs& a, bool dependent, cudaStream_t s) {
   const size_t smem = stage_bytes(a.rows, a.k, a.dtype);
   GPUVS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned((a.n + kWarps * kOutPerWarp - 1) / (kWarps * kOutPerWarp)));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = dependent ? 1 : 0;
-  GPUVS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+  const unsigned blocks = unsigned((a.n + kWarps * kOutPerWarp - 1) / (kWarps * kOutPerWarp));
+  launch_kernel(kernel, dim3(blocks), dim3(kThreads), smem, s, dependent, a);
 }
 
 template <class T, RowInput kIn>

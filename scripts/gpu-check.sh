@@ -10,8 +10,9 @@ usage() {
 Usage: scripts/gpu-check.sh [OPTIONS]
 
 Run from the repository root on a machine with an NVIDIA GPU. Configures and builds
-gpuvs, writes the PyTorch references of the model checks (ResNet-50, BERT-large) into
-the build folder when python3 can import torch (+ torchvision, + transformers), runs
+gpuvs, writes the PyTorch references of the model checks (ResNet-50, BERT-large, the
+Llama decoder) into the build folder when python3 can import torch (+ torchvision, +
+transformers), runs
 every GPU test (ctest -L gpu) against them, then lists the tests that skipped and why.
 Exits 1 when the build, a reference dump, a test or a reference run fails.
 
@@ -158,12 +159,12 @@ note "GPUs visible: $gpus; NCCL environment: ${nccl_env:-none set}"
 
 # ---- the PyTorch references (the same files the CTest fixture writes) -----------------
 declare -A ref_file=([resnet50]=$build_dir/ref/resnet50.safetensors
-  [bert]=$build_dir/ref/bert.safetensors)
+  [bert]=$build_dir/ref/bert.safetensors [llama]=$build_dir/ref/llama.safetensors)
 declare -A ref_state
 force=()
 [[ $force_references == 0 ]] || force=(--force)
 if [[ $references == 1 ]]; then
-  for model in resnet50 bert; do
+  for model in resnet50 bert llama; do
     note "reference $model: scripts/models/write_reference.sh $model ${ref_file[$model]}"
     log=$build_dir/ref/$model.log
     mkdir -p "$build_dir/ref"
@@ -182,10 +183,12 @@ if [[ $references == 1 ]]; then
     fi
   done
 else
-  ref_state=([resnet50]="not written (--no-references)" [bert]="not written (--no-references)")
+  ref_state=([resnet50]="not written (--no-references)" [bert]="not written (--no-references)"
+    [llama]="not written (--no-references)")
 fi
 # Builds configured with -DGPUVS_MODEL_REFERENCES=OFF have no fixture: the tests read these.
-export GPUVS_MODEL_REF=${ref_file[resnet50]} GPUVS_BERT_REF=${ref_file[bert]}
+export GPUVS_MODEL_REF=${ref_file[resnet50]} GPUVS_BERT_REF=${ref_file[bert]} \
+  GPUVS_LLAMA_REF=${ref_file[llama]}
 
 # ---- the GPU tests --------------------------------------------------------------------
 # The reason a test skipped: GoogleTest's skip message ("file:line: Skipped" and the
@@ -490,6 +493,7 @@ echo
 note "summary"
 echo "  reference resnet50: ${ref_state[resnet50]}"
 echo "  reference bert: ${ref_state[bert]}"
+echo "  reference llama: ${ref_state[llama]}"
 if [[ $run_tests == 1 ]]; then
   echo "  GPU tests: $(grep -E '^[0-9]+% tests passed' "$ctest_log" || echo 'no summary')"
 fi

@@ -96,7 +96,7 @@ case $part in
     echo 'raise ImportError("simulated: torch is missing", name="torch")' \
       > "$tmp/fake/torch/__init__.py"
     no_torch=(env PYTHONPATH="$tmp/fake" GPUVS_PYTHON="$python")
-    for model in resnet50 bert; do
+    for model in resnet50 bert llama; do
       run "notorch-$model" "${no_torch[@]}" scripts/models/write_reference.sh "$model" "$ref"
       check "$model, no torch: skip code 77" rc_is "notorch-$model" 77
       check "$model, no torch: says torch is not importable" has "notorch-$model.out" \
@@ -109,7 +109,7 @@ case $part in
     printf '%s\n' '__version__ = "0-simulated"' 'class cuda:' '    is_available = staticmethod(lambda: False)' \
       'def __getattr__(name): return object()' > "$tmp/nogpu/torch/__init__.py"
     touch "$tmp/nogpu/torchvision/__init__.py" "$tmp/nogpu/transformers/__init__.py"
-    for model in resnet50 bert; do
+    for model in resnet50 bert llama; do
       run "nogpu-$model" env PYTHONPATH="$tmp/nogpu" GPUVS_PYTHON="$python" \
         scripts/models/write_reference.sh "$model" "$ref"
       check "$model, no CUDA GPU: skip code 77" rc_is "nogpu-$model" 77

@@ -136,7 +136,7 @@ __device__ void stage_input(const RowGemmArgs& a, int4* stage, float* scratch) {
 
 // One warp per kOutPerWarp rows of W; rows of the input up to R (a.rows <= R).
 template <class T, int R, RowInput kIn>
-__global__ void __launch_bounds__(kThreads, R == 1 ? 3 : 2) row_gemm_kernel(RowGemmArgs a) {
+__global__ void __launch_bounds__(kThreads) row_gemm_kernel(RowGemmArgs a) {
   constexpr int V = kVec<T>;
   extern __shared__ int4 stage[];
   __shared__ float scratch[kWarps];

@@ -12,8 +12,8 @@ Usage: scripts/gpu-check.sh [OPTIONS]
 Run from the repository root on a machine with an NVIDIA GPU. Configures and builds
 gpuvs, writes the PyTorch references of the model checks (ResNet-50, BERT-large, the
 Llama decoder) into the build folder when python3 can import torch (+ torchvision, +
-transformers), runs
-every GPU test (ctest -L gpu) against them, then lists the tests that skipped and why.
+transformers), runs every GPU test (ctest -L gpu) against them, then lists the tests
+that skipped and why.
 Exits 1 when the build, a reference dump, a test or a reference run fails.
 
 Options:

@@ -4,33 +4,48 @@
 transformers' LlamaForCausalLM at a small shape with every part of the published ones:
 hidden 256, 4 layers, 8 query heads on 2 key/value heads (grouped-query attention, head
 size 32), SwiGLU of 768, vocabulary 8192, RMSNorm eps 1e-5, rotary theta 500000 with the
-llama3 scaling (factor 8, low/high frequency factors 1 and 4, an original context of 64
-so that the scaled and blended frequencies are reached within the check's 48 positions),
-untied embeddings, no biases, eager attention. Random init from --seed (no download),
-initializer_range 0.08: at transformers' 0.02 and hidden 256 the logits are so flat that
-bf16's rounding flips greedy choices; at 0.08 the choices have a margin. FP32 with TF32
-off. The order of the work is part of the file's meaning (docs/model-checks.md):
+llama3 scaling (factor 8, low/high frequency factors 1 and 4, an original context of 64,
+so that all three bands of the scaling, kept, blended and divided by 8, are among the 16
+frequencies and matter within the check's 48 positions), 256 positions, untied
+embeddings, no biases, eager attention, no end token. Random init from --seed (no
+download) with initializer_range 0.08 instead of transformers' 0.02: the scale of
+tests/gpu/test_llama_decoder.cpp's weights (uniform +-0.15, standard deviation 0.087),
+where the layers move the residual stream well beyond the token's own embedding, the
+attention is far from uniform and the logits spread (standard deviation about 1.3), so
+that a greedy choice mostly has a margin that rounding does not reach; the summary line
+prints the margins. The RMSNorm weights, which transformers initialises to 1, are drawn
+from U(0.5, 1.5) (generator --seed + 2): with weights of 1 a decoder that skipped or
+misplaced the norm's multiplication would pass. FP32 with TF32 off, deterministic
+algorithms. The order of the work is part of the file's meaning (docs/model-checks.md):
 
-  1. "<state_dict name>"          every weight as initialised, FP32;
-  2. "input_ids" (B, T)           I64, from --seed; "rope_inv_freq" (D/2) the model's own
-                                  rotary frequencies after its scaling;
+  1. "<state_dict name>"          every weight, FP32, as the model below uses it;
+  2. "input_ids" (B, T)           I64 in [1, V), from generator --seed + 1;
+     "rope_inv_freq" (D/2)        the model's own rotary frequencies after the scaling;
   3. per precision p of fp32, bf16, fp16 (the whole model cast with model.to(dtype), as
-     gpuvs keeps weights, activations and the cache in that type):
+     gpuvs keeps weights, activations and the KV cache in that type; the rotary
+     frequency buffers then put back to FP32, as from_pretrained(dtype=...) leaves them
+     and gpuvs keeps them: model.to rounds them too, an error of 0.04 rad at
+     position 47 in bf16 that is no part of bf16's rounding elsewhere):
      "<p>/prefill_logits" (B, T, V)   one forward over the prompt, FP32;
-     "<p>/generated" (B, G)           G = --generate greedy tokens of `generate`
-                                      (do_sample False, its own KV cache, no end token);
-     "<p>/step_logits" (G, B, V)      the logits each of them was chosen from, FP32 (the
-                                      first is the prompt's last position);
-  4. for training: "train/fp32/loss" and "train/fp32/grad/<name>" (labels = input_ids,
-     transformers' shifted cross-entropy, FP32), and "train/bf16/loss" and
-     "train/bf16/grad/<name>" (the FP32 model under torch.autocast bf16).
+     "<p>/generated" (B, G)           I64, G = --generate tokens of model.generate
+                                      (do_sample False, max/min_new_tokens G, its own KV
+                                      cache, no end token, pad 0);
+     "<p>/step_logits" (G, B, V)      the raw logits each of them was chosen from
+                                      (output_logits), FP32; step 0 is the prompt's last
+                                      position;
+  4. for the training checks to come: "train/fp32/loss" and "train/fp32/grad/<name>"
+     (labels = input_ids: transformers' shifted cross-entropy, the mean over B (T - 1)
+     positions; every parameter's gradient from loss.backward(), FP32), and
+     "train/bf16/loss" and "train/bf16/grad/<name>" (the FP32 model under
+     torch.autocast("cuda", torch.bfloat16)).
 
 The file is in the safetensors layout of scripts/models/tensorfile.py (__metadata__
-{"format": "gpuvs.ref", "version": "1", "model": "llama-tiny", the shape, ...}); read by
-src/models/tensor_file.cpp. It needs a CUDA GPU and transformers. The file is written
-only when it is not up to date (scripts/models/reference_state.py; --force rewrites it).
-Exit codes: 0 written or up to date, 77 cannot here (no torch, no transformers, no CUDA
-GPU; the reason on stdout), 1 failed.
+{"format": "gpuvs.ref", "version": "1", "model": "llama-tiny", the shape, the
+arguments, the versions, ...}); read by src/models/tensor_file.cpp. It needs a CUDA GPU
+and transformers. The file is written only when it is not up to date
+(scripts/models/reference_state.py: same arguments, newer than this script and
+tensorfile.py; --force rewrites it). Exit codes: 0 written or up to date, 77 cannot here
+(no torch, no transformers, no CUDA GPU; the reason on stdout), 1 failed.
 
 Usage: python3 scripts/models/dump_llama.py --out build/default/ref/llama.safetensors
 """
@@ -46,7 +61,8 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 SHAPE = dict(vocab_size=8192, hidden_size=256, intermediate_size=768, num_hidden_layers=4,
              num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=256,
              rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
-             mlp_bias=False, initializer_range=0.08)
+             mlp_bias=False, hidden_act="silu", initializer_range=0.08, bos_token_id=None,
+             eos_token_id=None, pad_token_id=None)
 ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
             original_max_position_embeddings=64)
 THETA = 500000.0
@@ -64,6 +80,8 @@ def parse_args():
     return ap.parse_args()
 
 
+# Decided before torch is imported, which takes seconds: up to date, or torch or
+# transformers missing.
 if __name__ == "__main__":
     ARGS = parse_args()
     reference_state.skip_if_up_to_date(
@@ -82,18 +100,82 @@ except ImportError as e:
 from tensorfile import check_file, write_tensor_file  # noqa: E402  (scripts/models/)
 
 
+def fail(why):
+    raise SystemExit(f"dump_llama: failed: {why}")
+
+
+def rope_settings(cfg):
+    """The rotary settings the config ended up with: transformers 5 keeps them in
+    rope_parameters (theta included), transformers 4 in rope_theta and rope_scaling."""
+    params = getattr(cfg, "rope_parameters", None)
+    if params:
+        return dict(params)
+    scaling = dict(getattr(cfg, "rope_scaling", None) or {})
+    scaling.setdefault("rope_type", scaling.get("type"))
+    return dict(scaling, rope_theta=getattr(cfg, "rope_theta", None))
+
+
 def build_model(seed):
+    # rope_theta and rope_scaling as in every Llama 3 config.json: transformers 4 takes
+    # them as they are, transformers 5 converts them into rope_parameters.
     cfg = transformers.LlamaConfig(**SHAPE, rope_theta=THETA, rope_scaling=dict(ROPE))
-    # transformers 5 keeps the rotary settings in rope_parameters (theta included).
-    if hasattr(cfg, "rope_parameters"):
-        cfg.rope_parameters = dict(ROPE, rope_theta=THETA)
-    cfg._attn_implementation = "eager"
+    got = rope_settings(cfg)
+    for key, want in dict(ROPE, rope_theta=THETA).items():
+        value = got.get(key)
+        if value != want and not (isinstance(want, float) and isinstance(value, (int, float))
+                                  and abs(value - want) <= 1e-12 * abs(want)):
+            fail(f"transformers {transformers.__version__} made the rotary setting {key} "
+                 f"{value!r} of {want!r} (all: {got})")
+    try:
+        cfg._attn_implementation = "eager"
+    except Exception:  # versions without the setter: checked below
+        pass
     torch.manual_seed(seed)
     model = transformers.LlamaForCausalLM(cfg)
-    model.generation_config.eos_token_id = None
-    model.generation_config.bos_token_id = None
-    model.generation_config.pad_token_id = 0
-    return model
+    if getattr(model.config, "_attn_implementation", None) != "eager" and \
+            hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    attention = getattr(model.config, "_attn_implementation", None)
+    if attention != "eager":
+        print(f"dump_llama: warning: attention implementation {attention!r}, not eager",
+              flush=True)
+    attn = model.model.layers[0].self_attn
+    if getattr(attn, "head_dim", 32) != 32:
+        fail(f"head size {attn.head_dim}, not 32")
+    if model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr():
+        fail("the LM head is tied to the embeddings (tie_word_embeddings False was ignored)")
+    # No end token (generate runs every step) and pad 0, in the generation config the
+    # model carries, so that no default of generate's overrides them.
+    gc = model.generation_config
+    gc.eos_token_id = None
+    gc.bos_token_id = None
+    gc.pad_token_id = 0
+    # RMSNorm weights in U(0.5, 1.5): transformers' 1 would hide their multiplication.
+    g = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layernorm.weight") or name == "model.norm.weight":
+                p.copy_(0.5 + torch.rand(p.shape, generator=g))
+    return model, attention
+
+
+def keep_rotary_fp32(model, base):
+    """model.to(dtype) rounded the rotary frequency buffers: back to base's FP32 ones."""
+    fp32 = dict(base.named_buffers())
+    restored = 0
+    for name, buf in list(model.named_buffers()):
+        if name.endswith("inv_freq"):
+            owner, _, leaf = name.rpartition(".")
+            model.get_submodule(owner)._buffers[leaf] = fp32[name].detach().clone()
+            restored += 1
+    if restored == 0:
+        fail("the model has no rotary frequency buffer (*inv_freq) to keep in FP32")
+
+
+def margins(step_logits):
+    """(G, B) top-1 minus top-2 logit of each step."""
+    top = step_logits.topk(2, dim=-1).values
+    return top[..., 0] - top[..., 1]
 
 
 def main(args):
@@ -106,7 +188,8 @@ def main(args):
     torch.use_deterministic_algorithms(True, warn_only=True)
     t0 = time.time()
 
-    base = build_model(args.seed).to(dev).eval()
+    base, attention = build_model(args.seed)
+    base = base.to(dev).eval()
     out = {}
     for name, t in base.state_dict().items():
         if t.dtype.is_floating_point and not name.endswith("inv_freq"):
@@ -117,39 +200,60 @@ def main(args):
     out["rope_inv_freq"] = base.model.rotary_emb.inv_freq.detach().float().cpu().clone()
     d_ids = ids.to(dev)
     mask = torch.ones_like(d_ids)
+    total = args.prompt + args.generate
 
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     for p in PRECISIONS:
-        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[p]
-        model = copy.deepcopy(base).to(dtype).eval()
+        model = copy.deepcopy(base).to(dtypes[p]).eval()
+        keep_rotary_fp32(model, base)
         with torch.no_grad():
             logits = model(input_ids=d_ids, attention_mask=mask).logits
             gen = model.generate(d_ids, attention_mask=mask, do_sample=False,
                                  max_new_tokens=args.generate, min_new_tokens=args.generate,
                                  use_cache=True, output_logits=True,
                                  return_dict_in_generate=True, pad_token_id=0)
+        if tuple(gen.sequences.shape) != (args.batch, total) or len(gen.logits) != args.generate:
+            fail(f"{p}: generate gave sequences {tuple(gen.sequences.shape)} and "
+                 f"{len(gen.logits)} steps of logits, not ({args.batch}, {total}) and "
+                 f"{args.generate} (an end token?)")
+        if not torch.equal(gen.sequences[:, :args.prompt], d_ids):
+            fail(f"{p}: generate's sequences do not start with the prompt")
+        steps = torch.stack([x.float() for x in gen.logits]).cpu()
+        tokens = gen.sequences[:, args.prompt:].cpu()
+        # Greedy: each token is its step's largest logit (equal ones: the first).
+        if not torch.equal(steps.argmax(-1), tokens.t()):
+            fail(f"{p}: generate's tokens are not the argmax of its logits")
         out[f"{p}/prefill_logits"] = logits.float().cpu()
-        out[f"{p}/generated"] = gen.sequences[:, args.prompt:].cpu()
-        out[f"{p}/step_logits"] = torch.stack([x.float() for x in gen.logits]).cpu()
-        assert out[f"{p}/generated"].shape == (args.batch, args.generate), p
+        out[f"{p}/generated"] = tokens
+        out[f"{p}/step_logits"] = steps
         del model
 
     for p, autocast in (("fp32", False), ("bf16", True)):
-        model = copy.deepcopy(base).train()
+        model = copy.deepcopy(base).train()  # dropout 0: train and eval compute the same
+        model.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             loss = model(input_ids=d_ids, attention_mask=mask, labels=d_ids).loss
         loss.backward()
         out[f"train/{p}/loss"] = loss.detach().float().cpu().reshape(())
         for name, param in model.named_parameters():
+            if param.grad is None:
+                fail(f"train/{p}: no gradient for {name}")
             out[f"train/{p}/grad/{name}"] = param.grad.detach().float().cpu().clone()
         del model
+
+    for name, t in out.items():  # tensor_file.cpp refuses a non-finite value
+        if t.dtype.is_floating_point and not bool(torch.isfinite(t).all()):
+            fail(f"{name} has a non-finite value")
 
     meta = {
         "format": "gpuvs.ref",
         "version": "1",
         "model": "llama-tiny",
-        "implementation": f"transformers {transformers.__version__} LlamaForCausalLM, eager "
-                          "attention",
+        "implementation": f"transformers {transformers.__version__} LlamaForCausalLM, "
+                          f"{attention} attention",
+        "transformers": transformers.__version__,
         "torch": torch.__version__,
+        "attention": attention,
         "batch": args.batch,
         "prompt": args.prompt,
         "generate": args.generate,
@@ -165,23 +269,39 @@ def main(args):
         "max_context": SHAPE["max_position_embeddings"],
         "tied_embeddings": int(SHAPE["tie_word_embeddings"]),
         "rope_theta": THETA,
+        "rope_type": ROPE["rope_type"],
         "rope_factor": ROPE["factor"],
         "rope_low_freq_factor": ROPE["low_freq_factor"],
         "rope_high_freq_factor": ROPE["high_freq_factor"],
         "rope_original_context": ROPE["original_max_position_embeddings"],
-        "precision": "fp32 with TF32 off; bf16 and fp16 by model.to(dtype)",
+        "initializer_range": SHAPE["initializer_range"],
+        "rms_norm_weights": "U(0.5, 1.5), generator seed + 2",
+        "precisions": ",".join(PRECISIONS),
+        "precision": "fp32 with TF32 off; bf16 and fp16 by model.to(dtype), rotary "
+                     "frequencies kept FP32",
+        "generation": "generate(do_sample=False, max_new_tokens=min_new_tokens=generate, "
+                      "use_cache=True, output_logits=True), no end token, pad 0",
+        "loss": "labels = input_ids, shifted cross-entropy, mean over batch x (prompt - 1)",
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     size = write_tensor_file(args.out, out, meta)
     check_file(args.out, out)
-    same = [(out[f"{p}/generated"] == out["fp32/generated"]).float().mean().item()
-            for p in PRECISIONS]
     print(f"dump_llama: {args.out}: {len(out)} tensors, {size / 1e6:.1f} MB, batch "
           f"{args.batch}, prompt {args.prompt}, {args.generate} generated, seed {args.seed}, "
-          f"{meta['implementation']}, on {meta['device']}, {time.time() - t0:.1f} s")
-    print("dump_llama: greedy tokens equal to fp32's: " +
-          ", ".join(f"{p} {s:.3f}" for p, s in zip(PRECISIONS, same)) +
-          f"; loss fp32 {out['train/fp32/loss'].item():.6f}, bf16 autocast "
+          f"{meta['implementation']}, torch {torch.__version__}, on {meta['device']}, "
+          f"{time.time() - t0:.1f} s")
+    ref = out["fp32/prefill_logits"]
+    for p in PRECISIONS:
+        own = (out[f"{p}/prefill_logits"] - ref).abs()
+        same = (out[f"{p}/generated"] == out["fp32/generated"]).long()
+        first = [int(row.argmin()) if not bool(row.all()) else args.generate for row in same]
+        m = margins(out[f"{p}/step_logits"])
+        print(f"dump_llama: {p}: prefill max|{p} - fp32| {own.max().item():.4g} (last "
+              f"position {own[:, -1].max().item():.4g}; max|fp32| {ref.abs().max().item():.4g}),"
+              f" greedy tokens equal to fp32's up to step {first} of {args.generate}, "
+              f"top-2 margins min {m.min().item():.4g} median {m.median().item():.4g}, "
+              f"{int((m == 0).sum())} exact ties")
+    print(f"dump_llama: loss fp32 {out['train/fp32/loss'].item():.6f}, bf16 autocast "
           f"{out['train/bf16/loss'].item():.6f}")
 
 

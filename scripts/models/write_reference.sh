@@ -2,9 +2,9 @@
 # Writes one PyTorch reference of the model GPU tests (docs/model-checks.md) with the
 # Python named by GPUVS_PYTHON (default python3 on PATH): the CTest setup tests
 # gpuvs_reference_resnet50, gpuvs_reference_bert and gpuvs_reference_llama
-# (tests/CMakeLists.txt) and
-# scripts/gpu-check.sh run it. The dump script decides the rest (up to date, torch,
-# transformers, a CUDA GPU); this wrapper only covers what it cannot: no Python at all.
+# (tests/CMakeLists.txt) and scripts/gpu-check.sh run it. The dump script decides the
+# rest (up to date, torch, transformers, a CUDA GPU); this wrapper only covers what it
+# cannot: no Python at all.
 #   usage: scripts/models/write_reference.sh resnet50|bert|llama FILE [dump options...]
 # Exit codes: 0 written or up to date; 77 cannot here (the reason on stdout: no
 # Python, no torch, no torchvision/transformers, no CUDA GPU); 1 the dump failed;

@@ -136,6 +136,21 @@ case $part in
     touch -d '+1 hour' "$ref"
     run force "${no_torch[@]}" scripts/models/write_reference.sh bert "$ref" --force
     check "--force: rewritten even when up to date" rc_is force 77
+    # The Llama dump's own arguments (prompt, generate) decide whether it is up to date.
+    llama=$tmp/ref/llama.safetensors
+    header='{"__metadata__":{"format":"gpuvs.ref","version":"1","model":"llama-tiny",'
+    header+='"batch":"2","prompt":"16","generate":"32","seed":"1234"}}'
+    printf -v length '\\x%02x' "${#header}"
+    printf '%b\0\0\0\0\0\0\0%s' "$length" "$header" > "$llama"
+    touch -d '+1 hour' "$llama"
+    run llama-uptodate "${no_torch[@]}" scripts/models/write_reference.sh llama "$llama"
+    check "llama, up to date: exit 0 without torch" rc_is llama-uptodate 0
+    check "llama, up to date: says so" has llama-uptodate.out "is up to date"
+    run llama-generate "${no_torch[@]}" scripts/models/write_reference.sh llama "$llama" \
+      --generate 8
+    check "llama, other arguments: rewritten (here: skipped, no torch)" rc_is llama-generate 77
+    check "llama, other arguments: says why" has llama-generate.out \
+      "made with generate 32, asked for 8"
     ;;
   *)
     echo "usage: test_gpu_check.sh usage|shellcheck|references SOURCE_DIR" >&2

@@ -40,8 +40,10 @@ Options:
                                      each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
                         llama        gpuvs model llama --mode infer: 8B at batch 1
-                                     (with --profile) and 64, 1B at batch 1; beside it
-                                     transformers' generate (needs transformers)
+                                     (with --profile) and 64, 1B at batch 1; --mode
+                                     train: 1B at seq 2048, batch 8 (with --profile);
+                                     beside them transformers' generate and training,
+                                     eager and compiled (needs transformers)
                         check        gpuvs check --level 1, 2, and 3 for 120 s
                                      against the level-2 run as its baseline
   --nccl-tests DIR    nccl-tests' build folder: the collectives sweeps run beside it
@@ -427,19 +429,28 @@ if [[ -n $out_dir ]]; then
       --profile
     reference models/llama-8b-bf16-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 --generate 128
     reference models/llama-1b-bf16-infer-batch1 1 -- "${l[@]}" --size 1b --batch 1 --generate 256
+    reference models/llama-1b-bf16-train-batch8 1 -- model llama --size 1b --mode train \
+      --precision bf16 --seq 2048 --batch 8 --profile --gpu 0
     py=${GPUVS_PYTHON:-python3}
     if ((gpus < 1)); then
-      not_here llama-peer "needs a GPU, none visible"
+      not_here llama-peers "needs a GPU, none visible"
     elif ! "$py" -c 'import torch, transformers' > /dev/null 2>&1; then
-      not_here llama-peer "$py cannot import torch and transformers"
+      not_here llama-peers "$py cannot import torch and transformers"
     else
       mkdir -p "$out_dir/peers"
-      rc=0
-      note "llama-peer: $py scripts/peers/llama_generate.py --size 8b --batch 64 --prompt 128 --generate 64"
-      "$py" "$(dirname "$0")/peers/llama_generate.py" --size 8b --batch 64 --prompt 128 \
-        --generate 64 > "$out_dir/peers/llama-8b-batch64.json" 2> "$out_dir/peers/llama.log" || rc=$?
-      cat "$out_dir/peers/llama-8b-batch64.json"
-      record llama-peer "$rc" "$out_dir/peers"
+      # peer NAME SCRIPT ARGS...: scripts/peers/SCRIPT ARGS > peers/NAME.json
+      peer() {
+        local name=$1 script=$2 rc=0
+        shift 2
+        note "llama-peer $name: $py scripts/peers/$script $*"
+        "$py" "$(dirname "$0")/peers/$script" "$@" > "$out_dir/peers/$name.json" \
+          2> "$out_dir/peers/$name.log" || rc=$?
+        cat "$out_dir/peers/$name.json"
+        record "llama-peer $name" "$rc" "$out_dir/peers"
+      }
+      peer llama-8b-batch64 llama_generate.py --size 8b --batch 64 --prompt 128 --generate 64
+      peer llama-1b-train-batch8 llama_train.py --size 1b --seq 2048 --batch 8
+      peer llama-1b-train-batch8-compiled llama_train.py --size 1b --seq 2048 --batch 8 --compile
     fi
   fi
   if selected tune; then

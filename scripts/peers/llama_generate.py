@@ -12,19 +12,7 @@ import json
 import sys
 import time
 
-# The shapes of the models' config.json (huggingface.co/meta-llama/...), as gpuvs's
-# src/models/llama/shapes.cpp gives them.
-SHAPES = {
-    "1b": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
-               num_key_value_heads=8, intermediate_size=8192, tie_word_embeddings=True,
-               factor=32.0),
-    "3b": dict(hidden_size=3072, num_hidden_layers=28, num_attention_heads=24,
-               num_key_value_heads=8, intermediate_size=8192, tie_word_embeddings=True,
-               factor=32.0),
-    "8b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
-               num_key_value_heads=8, intermediate_size=14336, tie_word_embeddings=False,
-               factor=8.0),
-}
+from llama_shapes import SHAPES, llama_config  # scripts/peers/
 
 
 def main():
@@ -39,16 +27,9 @@ def main():
     if a.generate < 2:
         p.error("--generate must be 2 or more")
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
-    s = dict(SHAPES[a.size])
-    factor = s.pop("factor")
-    cfg = LlamaConfig(vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
-                      rms_norm_eps=1e-5, rope_scaling={"rope_type": "llama3", "factor": factor,
-                                                       "low_freq_factor": 1.0,
-                                                       "high_freq_factor": 4.0,
-                                                       "original_max_position_embeddings": 8192},
-                      **s)
+    cfg = llama_config(a.size)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[a.dtype]
     torch.manual_seed(1)
     with torch.device("cuda"):

@@ -114,9 +114,11 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
     if (!run.batch_max) throw UsageError("--headroom: only with --batch max");
     run.headroom = *a.headroom;  // a fraction in [0, 0.9]: read so by add_number_option
   }
-  if (const auto seq = count(a.seq, "--seq", 1 << 20, "128, 512")) {
-    if (c.model != "bert-large") throw UsageError("--seq: only for bert-large");
-    if (*seq != 128 && *seq != 512)
+  const auto seq = count(a.seq, "--seq", 1 << 20, "128, 2k");
+  if (seq) {
+    if (c.model != "bert-large" && !(c.model == "llama" && c.mode == models::Mode::kTrain))
+      throw UsageError("--seq: only for bert-large and llama --mode train");
+    if (c.model == "bert-large" && *seq != 128 && *seq != 512)
       throw UsageError(fmt::format("--seq: {} is not 128 or 512", *seq));
     c.seq = static_cast<int>(*seq);
   }
@@ -137,26 +139,42 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
       throw UsageError(
           fmt::format("--size: '{}' is not one of {}", size, models::llama::size_list()));
     c.llama_size = size;
-    if (c.mode != models::Mode::kInfer)
-      throw UsageError(
-          "llama: only --mode infer is built (prefill and decode); training is not yet");
-    if (c.precision != models::Precision::kBf16 && c.precision != models::Precision::kFp16 &&
-        c.precision != models::Precision::kFp32)
-      throw UsageError(
-          fmt::format("llama --mode infer: --precision {} is not built; bf16, fp16 "
-                      "or fp32",
-                      models::to_string(c.precision)));
-    if (run.batch_max) throw UsageError("llama: --batch max is not built; give --batch N");
-    if (a.batch == "256") c.batch = 1;  // the default of the others; a decoder starts at 1
-    const auto prompt = count(a.prompt, "--prompt", shape->max_context, "128, 2k");
-    const auto generate = count(a.generate, "--generate", shape->max_context, "128");
-    c.prompt = static_cast<int>(prompt.value_or(128));
-    c.generate = static_cast<int>(generate.value_or(128));
-    if (c.prompt < 1) throw UsageError("--prompt: must be 1 or more");
-    if (c.generate < 2) throw UsageError("--generate: must be 2 or more");
-    if (c.prompt + c.generate > shape->max_context)
-      throw UsageError(fmt::format("--prompt {} + --generate {} is beyond {}'s context of {}",
-                                   c.prompt, c.generate, shape->name, shape->max_context));
+    if (c.mode == models::Mode::kTrain) {
+      // Trained through the generic trainer as "llama-<size>" (models/llama/training.h).
+      if (a.prompt || a.generate)
+        throw UsageError(
+            fmt::format("{}: only for llama --mode infer", a.prompt ? "--prompt" : "--generate"));
+      if (c.precision != models::Precision::kBf16)
+        throw UsageError(fmt::format(
+            "llama --mode train: --precision {} is not built; bf16 is (fp8 training is not "
+            "built yet)",
+            models::to_string(c.precision)));
+      c.seq = seq ? c.seq : 2048;
+      if (c.seq < 64 || c.seq % 64 != 0 || c.seq > shape->max_context)
+        throw UsageError(fmt::format("--seq: {} is not a multiple of 64 up to {}'s context of {}",
+                                     c.seq, shape->name, shape->max_context));
+      if (a.batch == "256") c.batch = 8;  // the default of the others; 8 x 2048 tokens
+      c.model = "llama-" + size;
+    } else {
+      if (c.precision != models::Precision::kBf16 && c.precision != models::Precision::kFp16 &&
+          c.precision != models::Precision::kFp32)
+        throw UsageError(
+            fmt::format("llama --mode infer: --precision {} is not built; bf16, fp16 "
+                        "or fp32",
+                        models::to_string(c.precision)));
+      if (run.batch_max)
+        throw UsageError("llama --mode infer: --batch max is not built; give --batch N");
+      if (a.batch == "256") c.batch = 1;  // the default of the others; a decoder starts at 1
+      const auto prompt = count(a.prompt, "--prompt", shape->max_context, "128, 2k");
+      const auto generate = count(a.generate, "--generate", shape->max_context, "128");
+      c.prompt = static_cast<int>(prompt.value_or(128));
+      c.generate = static_cast<int>(generate.value_or(128));
+      if (c.prompt < 1) throw UsageError("--prompt: must be 1 or more");
+      if (c.generate < 2) throw UsageError("--generate: must be 2 or more");
+      if (c.prompt + c.generate > shape->max_context)
+        throw UsageError(fmt::format("--prompt {} + --generate {} is beyond {}'s context of {}",
+                                     c.prompt, c.generate, shape->name, shape->max_context));
+    }
   }
   // Known without a GPU: ResNet-50 has no FP8 path on any GPU (models/factory.cpp
   // says the same when asked directly).
@@ -172,15 +190,16 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<ModelArgs>();
   CLI::App* sub = app.add_subcommand(
       "model",
-      "End-to-end ResNet-50 / BERT-large throughput: train or infer, precision, batch (or the "
-      "largest that fits), CUDA graph; Llama inference: prefill, decode, time to first token, "
-      "inter-token latency; writes a run file");
+      "End-to-end ResNet-50 / BERT-large / Llama training throughput, ResNet-50 / BERT-large "
+      "inference: precision, batch (or the largest that fits), CUDA graph; Llama inference: "
+      "prefill, decode, time to first token, inter-token latency; writes a run file");
   sub->add_option("model", args->model, "resnet50 | bert-large | llama")->required();
   sub->add_option("--mode", args->mode, "train (default) | infer");
   sub->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 (default) | fp8");
   sub->add_option("--batch", args->batch,
-                  "Images or sequences per micro-step (default 256), or max: the largest that "
-                  "fits, then measured at the recommended batch");
+                  "Images or sequences per micro-step (default 256; llama 8 in training, 1 in "
+                  "inference), or max: the largest that fits, then measured at the recommended "
+                  "batch");
   sub->add_option("--accumulate", args->accumulate,
                   "Micro-steps per optimizer step (train): global batch = K x batch (default 1)");
   sub->add_option("--graph", args->graph, "Replay each step as one CUDA graph: on (default) | off");
@@ -194,7 +213,9 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
                     NumberRules::plain().or_zero().at_most(0.9).eg("0.1"),
                     "With --batch max: fraction of memory the recommended batch leaves free "
                     "(default 0.10)");
-  sub->add_option("--seq", args->seq, "bert-large sequence length: 128 (default) | 512");
+  sub->add_option("--seq", args->seq,
+                  "bert-large sequence length: 128 (default) | 512; llama --mode train: a "
+                  "multiple of 64 up to the model's context (default 2048)");
   sub->add_option("--size", args->size,
                   "llama: 1b (Llama 3.2 1B, default) | 3b | 8b (Llama 3.1 8B)");
   sub->add_option("--prompt", args->prompt, "llama: prompt tokens per sequence (default 128)");

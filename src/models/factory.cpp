@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "models/bert/bert.h"
+#include "models/llama/training.h"
 #include "models/model.h"
 #include "models/resnet50/resnet50.h"
 
@@ -29,6 +30,10 @@ std::unique_ptr<Model> make_resnet50(const ModelConfig& c, int device) {
 const Entry kModels[] = {
     {"resnet50", make_resnet50},
     {"bert-large", make_bert_large},
+    // The Llama decoder's training; its inference is models/llama/inference.h.
+    {"llama-1b", make_llama_training},
+    {"llama-3b", make_llama_training},
+    {"llama-8b", make_llama_training},
 };
 
 }  // namespace

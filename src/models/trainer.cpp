@@ -14,6 +14,7 @@
 #include "gpu/check.h"
 #include "gpu/nvml.h"
 #include "measure/cuda_timer.h"
+#include "specs/catalogue.h"
 #include "suite/context.h"
 
 namespace gpuvs::models {
@@ -96,6 +97,10 @@ std::map<std::string, ParamValue> run_parameters(const Model& m, const SearchFac
     p["seq"] = int64_t{c.seq};
     p["attention"] = std::string(to_string(c.attention));
   }
+  if (c.model.rfind("llama-", 0) == 0) {
+    p["seq"] = int64_t{c.seq};
+    p["attention"] = std::string("fused causal");
+  }
   if (c.deterministic) p["deterministic"] = true;
   if (std::string how = m.algorithm_search(); !how.empty()) p["algorithm_search"] = how;
   p["parameter_count"] = m.parameter_count();
@@ -163,6 +168,42 @@ Result per_item_rate(const Result& headline, const std::string& id, const std::s
     v *= per_item;
   r.stats = compute_stats(r.samples);
   r.value = r.stats.median;
+  return r;
+}
+
+// Model FLOPs utilisation: the model's FLOP/s over the datasheet's dense peak of this
+// GPU at the run's precision ("compute.bf16"), from the catalogue entry the driver's name
+// matches; unsupported, with the reason, where there is none.
+Result mfu_result(const Result& headline, const ModelConfig& cfg, const GpuInfo& gpu,
+                  double flops_per_item, const std::string& name) {
+  Result r = per_item_rate(headline, model_result_id(Family::kModelMfu, cfg), name + ", MFU", "1",
+                           flops_per_item);
+  const std::string key = fmt::format("compute.{}", to_string(cfg.precision));
+  const GpuSpec* spec = Catalogue::builtin().match_driver(gpu.name, std::nullopt);
+  const Figure* fig = nullptr;
+  if (spec)
+    if (const auto it = spec->figures.find(key); it != spec->figures.end()) fig = &it->second;
+  if (!fig || !(fig->value > 0)) {
+    r.samples.clear();
+    r.stats = Stats{};
+    r.value = 0;
+    r.status = Status::kUnsupported;
+    r.status_reason = spec ? fmt::format("the {} datasheet gives no {}", spec->id, key)
+                           : fmt::format("{} is not in the catalogue: no datasheet peak", gpu.name);
+    return r;
+  }
+  const double peak = fig->value;
+  for (double& v : r.samples)
+    v /= peak;
+  r.stats = compute_stats(r.samples);
+  r.value = r.stats.median;
+  r.peak = Peak{peak, "FLOP/s", "datasheet", fig->source.empty() ? spec->source : fig->source};
+  r.parameters["datasheet_peak_flops"] = peak;
+  r.parameters["flops_per_token"] = flops_per_item;
+  r.validation = fmt::format(
+      "model FLOPs (6 N per token plus 12 L h s, causal mask not discounted) times the "
+      "throughput, over the {} datasheet's dense {} peak {}; {}",
+      spec->id, to_string(cfg.precision), format_si(peak, "FLOP/s"), headline.validation);
   return r;
 }
 
@@ -301,7 +342,9 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   spec.id = model_result_id(Family::kModelRate, cfg);
   spec.name = fmt::format("{} {} {}{}, batch {}{}", model_display_name(cfg.model),
                           to_string(cfg.mode), to_string(cfg.precision),
-                          cfg.model == "bert-large" ? fmt::format(" seq {}", cfg.seq) : "",
+                          cfg.model == "bert-large" || cfg.model.rfind("llama-", 0) == 0
+                              ? fmt::format(" seq {}", cfg.seq)
+                              : "",
                           cfg.batch, k > 1 ? fmt::format(" x {}", k) : "");
   spec.devices = {ctx.device};
   spec.parameters = run_parameters(*model, search, runner.graphed());
@@ -331,6 +374,10 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
   if (const int64_t tokens = model->tokens_per_item(); tokens > 0)
     out.push_back(per_item_rate(headline, model_result_id(Family::kModelTokens, cfg),
                                 spec.name + ", tokens", "tokens/s", double(tokens)));
+
+  if (const ModelDef* def = find_model_def(cfg.model);
+      def && def->decoder && cfg.mode == Mode::kTrain)
+    out.push_back(mfu_result(headline, cfg, gpu, flops / items, spec.name));
 
   progress("single steps and energy");
   const double step_s = headline.value > 0 ? items / headline.value : 0;

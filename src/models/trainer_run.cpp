@@ -82,10 +82,11 @@ BatchSearchResult find_max_batch(const ModelConfig& config, int device, double h
 
 std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx) {
   if (run.config.model == "llama") {
+    // Training is the model "llama-<size>" on the generic trainer (the CLI names it so).
     if (run.config.mode != Mode::kInfer || run.batch_max)
       throw UsageError(
-          "llama: only --mode infer is built (prefill and decode at a fixed --batch); "
-          "training and --batch max are not");
+          "llama --mode infer: prefill and decode at a fixed --batch (--batch max is not "
+          "built)");
     return llama::run_inference(run.config, ctx.device, ctx.quick, run.profile);
   }
   if (!run.batch_max) return measure_model(run, ctx);
@@ -116,16 +117,21 @@ struct QuickModel {
   models::Mode mode;
   models::Precision precision;
   int batch;
+  int seq = 128;  // sequence models: tokens per sequence (llama inference: the prompt)
 };
 
 // `gpuvs run`'s models: ResNet-50 bf16 training and inference at batch 256 (about 15 s
-// together on an H200 with construction and cuDNN autotuning) and BERT-large bf16
-// training and inference at sequence 128, batch 64 (all four take about 15 s on an H200).
-constexpr std::array<QuickModel, 4> kQuickModels = {{
+// together on an H200 with construction and cuDNN autotuning), BERT-large bf16
+// training and inference at sequence 128, batch 64 (all four take about 15 s on an
+// H200), and the Llama 3.2 1B decoder: bf16 training at sequence 1024, batch 4, and
+// decode at batch 1 after a prompt of 128 tokens.
+constexpr std::array<QuickModel, 6> kQuickModels = {{
     {"resnet50", models::Mode::kTrain, models::Precision::kBf16, 256},
     {"resnet50", models::Mode::kInfer, models::Precision::kBf16, 256},
     {"bert-large", models::Mode::kTrain, models::Precision::kBf16, 64},
     {"bert-large", models::Mode::kInfer, models::Precision::kBf16, 64},
+    {"llama-1b", models::Mode::kTrain, models::Precision::kBf16, 4, 1024},
+    {"llama", models::Mode::kInfer, models::Precision::kBf16, 1, 128},
 }};
 
 }  // namespace
@@ -139,17 +145,27 @@ std::vector<Result> run_model(BenchContext& ctx) {
     run.config.mode = q.mode;
     run.config.precision = q.precision;
     run.config.batch = q.batch;
+    run.config.seq = q.seq;
+    if (std::string_view(q.model) == "llama") {
+      run.config.llama_size = "1b";
+      run.config.prompt = q.seq;
+      run.config.generate = 128;
+    }
     try {
       for (Result& r : models::run_configured(run, ctx))
         out.push_back(std::move(r));
     } catch (const Error& e) {
       // One configuration failing (out of memory on a small GPU) leaves the others.
+      // The decoder's inference reports under "llama-<size>", its decode figure first.
+      const bool decoder = std::string_view(q.model) == "llama";
+      models::ModelConfig named = run.config;
+      if (decoder) named.model = "llama-" + run.config.llama_size;
       Result r;
-      r.id = models::model_result_id(Family::kModelRate, run.config);
-      r.name = fmt::format("{} {} {}, batch {}", models::model_display_name(q.model),
+      r.id = models::model_result_id(decoder ? Family::kModelDecode : Family::kModelRate, named);
+      r.name = fmt::format("{} {} {}, batch {}", models::model_display_name(named.model),
                            models::to_string(q.mode), models::to_string(q.precision), q.batch);
       r.devices = {ctx.device};
-      r.parameters = {{"model", std::string(q.model)},
+      r.parameters = {{"model", named.model},
                       {"mode", std::string(models::to_string(q.mode))},
                       {"precision", std::string(models::to_string(q.precision))},
                       {"batch", int64_t{q.batch}}};

@@ -75,6 +75,7 @@ void add_model_metrics(std::vector<MetricDef>& out) {
       {Family::kModelItl, ".itl", ", inter-token latency", "s", false, false},
       {Family::kModelDecodeShare, ".decode.bandwidth_share", ", decode bandwidth share", "1", true,
        false},
+      {Family::kModelMfu, ".mfu", ", MFU", "1", true, false},
   };
   auto decoder_only = [](Family f) {
     return f == Family::kModelPrefill || f == Family::kModelDecode || f == Family::kModelTtft ||
@@ -85,6 +86,9 @@ void add_model_metrics(std::vector<MetricDef>& out) {
       for (const Figure& f : figures) {
         if (f.family == Family::kModelTokens && !model.has_tokens) continue;
         if (decoder_only(f.family) && (!model.decoder || std::string_view(mode) == "train"))
+          continue;
+        // MFU: decoder training only (the figure LLM training is compared by).
+        if (f.family == Family::kModelMfu && (!model.decoder || std::string_view(mode) != "train"))
           continue;
         MetricDef m;
         m.id = fmt::format("model.{}.{}{}", model.id, mode, f.suffix);

@@ -273,6 +273,10 @@ std::vector<FamilyDef> make_families() {
        "Bytes a decode step must read (its weights and KV cache) per step time, over this "
        "GPU's HBM copy bandwidth measured in the same run",
        model_placeholders(), decoder_config()},
+      {F::kModelMfu, "model.{model}.{mode}.{precision}.mfu", "1",
+       "Model FLOPs utilisation: the model's FLOPs (6 N per token plus attention's 12 L h s) "
+       "per second over this GPU's datasheet dense peak at that precision (decoder training)",
+       model_placeholders(), model_config()},
   };
 }
 
@@ -292,9 +296,10 @@ const std::vector<FamilyDef>& family_table() {
 std::vector<BenchmarkDef> make_benchmarks() {
   using F = Family;
   const std::vector<Family> model_writes = {
-      F::kModelRate,   F::kModelFlops,    F::kModelTokens, F::kModelStepTime,   F::kModelPeakMemory,
-      F::kModelEnergy, F::kModelMaxBatch, F::kModelLayers, F::kModelLayer,      F::kModelPrefill,
-      F::kModelDecode, F::kModelTtft,     F::kModelItl,    F::kModelDecodeShare};
+      F::kModelRate,       F::kModelFlops,       F::kModelTokens,   F::kModelStepTime,
+      F::kModelPeakMemory, F::kModelEnergy,      F::kModelMaxBatch, F::kModelLayers,
+      F::kModelLayer,      F::kModelPrefill,     F::kModelDecode,   F::kModelTtft,
+      F::kModelItl,        F::kModelDecodeShare, F::kModelMfu};
   return {
       {"memory.hbm",
        "memory",

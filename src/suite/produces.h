@@ -67,6 +67,7 @@ enum class Family {
   kModelTtft,          // ... .ttft
   kModelItl,           // ... .itl
   kModelDecodeShare,   // ... .decode.bandwidth_share
+  kModelMfu,           // ... .mfu (decoder training)
   kCount,
 };
 

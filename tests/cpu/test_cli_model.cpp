@@ -87,10 +87,16 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"resnet50 --steps 0", "--steps: must be 1 or more"},
       {"resnet50 --time-cap 0", "--time-cap 0: must be positive"},
       {"llama --size 70b --mode infer", "--size: '70b' is not one of 1b, 3b, 8b"},
-      {"llama --size 8b", "llama: only --mode infer is built"},
+      {"llama --precision fp8", "llama --mode train: --precision fp8 is not built; bf16 is"},
+      {"llama --precision fp16", "--precision fp16 is not built"},
+      {"llama --seq 100", "--seq: 100 is not a multiple of 64 up to Llama 3.2 1B's context"},
+      {"llama --seq 0", "--seq: 0 is not a multiple of 64"},
+      {"llama --size 8b --seq 262144", "up to Llama 3.1 8B's context of 131072"},
+      {"llama --prompt 64", "--prompt: only for llama --mode infer"},
+      {"llama --generate 64", "--generate: only for llama --mode infer"},
       {"llama --mode infer --precision fp8", "--precision fp8 is not built; bf16, fp16 or fp32"},
       {"llama --mode infer --precision tf32", "--precision tf32 is not built"},
-      {"llama --mode infer --batch max", "llama: --batch max is not built"},
+      {"llama --mode infer --batch max", "llama --mode infer: --batch max is not built"},
       {"llama --mode infer --prompt 0", "--prompt: must be 1 or more"},
       {"llama --mode infer --generate 1", "--generate: must be 2 or more"},
       {"llama --mode infer --prompt 131000 --generate 128",
@@ -98,7 +104,7 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"llama --mode infer --prompt 200k", "--prompt 200k: too large: at most 131072"},
       {"resnet50 --size 8b", "--size: only for llama"},
       {"bert-large --prompt 64", "--prompt: only for llama"},
-      {"llama --mode infer --seq 512", "--seq: only for bert-large"},
+      {"llama --mode infer --seq 512", "--seq: only for bert-large and llama --mode train"},
   };
   for (const BadCase& c : cases) {
     const CliOutcome o = model(c.args);
@@ -133,7 +139,8 @@ TEST(CliModel, WithoutAGpuExit3WithOneClearLine) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: the GPU tests cover `gpuvs model`";
   for (const char* args : {"resnet50", "resnet50 --batch max", "bert-large --seq 512 --quick",
                            "resnet50 --mode infer --precision fp16 --graph off",
-                           "llama --size 8b --mode infer --batch 64 --prompt 2k"}) {
+                           "llama --size 8b --mode infer --batch 64 --prompt 2k",
+                           "llama --seq 4096 --batch max --accumulate 2"}) {
     const CliOutcome o = model(args);
     EXPECT_EQ(o.code, 3) << args << ": " << o.err;
     ASSERT_FALSE(o.err.empty()) << args;

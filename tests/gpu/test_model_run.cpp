@@ -352,5 +352,47 @@ TEST(ModelRun, BertReportsTokensPerSecond) {
   fs::remove_all(dir);
 }
 
+// The Llama decoder's training through `gpuvs model`: tokens/s as the headline (its
+// item is the token), MFU as a fraction of the datasheet's dense bf16 peak, the
+// sequence length recorded, the per-region profile.
+TEST(ModelRun, LlamaTrainingReportsTokensAndMfu) {
+  GPUVS_REQUIRE_GPU();
+  const fs::path dir = temp_dir("llama");
+  const auto o = gpuvs_test::run_gpuvs("--out " + dir.string() +
+                                       " model llama --size 1b --seq 256 --batch 2 --steps 5 "
+                                       "--profile --gpu 0");
+  EXPECT_TRUE(o.code == 0 || o.code == 4) << o.code << o.out << o.err;  // 4: throttled
+  const RunFile run = only_run_file(dir);
+  const std::string base = "model.llama-1b.train.bf16";
+  const Result* head = find_result(run, base);
+  const Result* tokens = find_result(run, base + ".tokens");
+  const Result* mfu = find_result(run, base + ".mfu");
+  const Result* flops = find_result(run, base + ".flops");
+  ASSERT_NE(head, nullptr);
+  ASSERT_NE(tokens, nullptr);
+  ASSERT_NE(mfu, nullptr);
+  ASSERT_NE(flops, nullptr);
+  EXPECT_EQ(head->status, Status::kOk) << head->status_reason;
+  EXPECT_EQ(head->unit, "tokens/s");
+  EXPECT_EQ(int_parameter(*head, "seq"), 256);
+  EXPECT_EQ(int_parameter(*head, "batch"), 2);
+  EXPECT_DOUBLE_EQ(tokens->value, head->value);
+  if (mfu->status == Status::kOk) {
+    ASSERT_TRUE(mfu->peak.has_value());
+    EXPECT_EQ(mfu->peak->kind, "datasheet");
+    EXPECT_NEAR(mfu->value, flops->value / mfu->peak->value, 1e-9);
+    EXPECT_GT(mfu->value, 0);
+    EXPECT_LT(mfu->value, 1);
+  } else {
+    EXPECT_EQ(mfu->status, Status::kUnsupported);
+    EXPECT_FALSE(mfu->status_reason.empty());
+  }
+  const bool layers = std::any_of(run.results.begin(), run.results.end(), [&](const Result& r) {
+    return r.id.rfind(base + ".layer.fwd.attention", 0) == 0;
+  });
+  EXPECT_TRUE(layers) << "--profile times the attention among the regions";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuvs::models

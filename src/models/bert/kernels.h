@@ -181,7 +181,8 @@ constexpr int kLossScaleGrowthInterval = 2000;
 // Softmax cross-entropy per row over `cols` classes of a row of `ld` (padding
 // columns get a zero gradient), label -100 ignored (loss 0, zero gradient row):
 // row_loss[i] = logsumexp - x[label]; dlogits = (softmax - onehot) * scale / count,
-// count = valid labels (count_valid_labels), scale = the loss scale (or 1).
+// count = valid labels (count_valid_labels), scale = the loss scale (or 1). dlogits may
+// be logits (in place).
 struct XentArgs {
   int64_t rows = 0;
   int cols = 0, ld = 0;
@@ -202,35 +203,45 @@ void finish_loss(const float* mlm_rows, int64_t n_mlm, const float* mlm_count,
 
 // ---- flash_attention.cu ----------------------------------------------------------
 
-// Fused attention (bf16/fp16, head size 64, T % 64 == 0; flash_attention_supported):
-// o = dropout(softmax(q k^T scale + mask bias)) v per (b, h), q, k, v, o (B, H, T, 64),
-// mask (B, T) over the keys (0: masked, as the unfused softmax's -1e30 bias), and in
-// training lse (B, H, T) fp32, each row's log-sum-exp, for the backward.
+// Fused attention (bf16/fp16, head size 64 or 128, T % 64 == 0; flash_attention_supported):
+// o = dropout(softmax(q k^T scale + mask bias [+ causal mask])) v per (b, h). q and o are
+// (B, H, T, D); k and v (B, G, T, D) with G = kv_heads key/value heads (grouped-query
+// attention: query head h reads key/value head h / (H / G); 0 means G = H, as BERT). mask
+// (B, T) over the keys (0: masked, as the unfused softmax's -1e30 bias), or null for no
+// padding mask; causal: query t attends keys 0..t only (the later keys get weight exactly
+// 0). In training lse (B, H, T) fp32, each row's log-sum-exp, for the backward. The
+// kernels move 16 bytes at a time: q, k, v, o (and the backward's tensors) 16-byte
+// aligned.
 struct FlashArgs {
   int batch = 0, heads = 0, seq = 0, head_dim = 64;
+  int kv_heads = 0;  // G: 0 (= heads) or a divisor of heads
   DType dtype = DType::kBF16;
   const void *q = nullptr, *k = nullptr, *v = nullptr;
-  const int32_t* mask = nullptr;
+  const int32_t* mask = nullptr;  // (B, T) or null
+  bool causal = false;
   float scale = 0.125f;
   Dropout drop;
-  void* o = nullptr;
-  float* lse = nullptr;  // null: not kept (inference)
+  void* o = nullptr;     // (B, H, T, D)
+  float* lse = nullptr;  // (B, H, T); null: not kept (inference)
 };
 bool flash_attention_supported(DType dtype, int seq, int head_dim);
-// Lets the kernels use their shared memory (over 48 KiB) on the current device: once,
-// before the first launch and outside graph capture.
+// Lets the kernels use their shared memory (over 48 KiB) on the current device, for every
+// head size and type: once, before the first launch and outside graph capture.
 void flash_attention_init();
 void flash_attention_forward(const FlashArgs& a, cudaStream_t s);
 
-// dq, dk, dv (B, H, T, 64) from d_o (B, H, T, 64), the forward's q, k, v, mask, drop and
-// lse (in f), and its output o and d_o token-major (B, T, H * 64) for delta (B, H, T)
-// fp32 scratch = rowsum(d_o o).
+// dq (B, H, T, D), dk and dv (B, G, T, D) from d_o (B, H, T, D), the forward's q, k, v,
+// mask, causal, drop and lse (in f), and its output for delta (B, H, T) fp32 scratch =
+// rowsum(d_o o): o and d_o token-major (B, T, H * D) in o_tokens and do_tokens, or, where
+// both are null, f.o and d_o (B, H, T, D). A key/value head's dk and dv are the sums over
+// its H / G query heads, in a fixed order (no atomics: deterministic).
 struct FlashBackwardArgs {
   FlashArgs f;
-  const void* d_o = nullptr;
-  const void *o_tokens = nullptr, *do_tokens = nullptr;
-  float* delta = nullptr;
-  void *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  const void* d_o = nullptr;                             // (B, H, T, D)
+  const void *o_tokens = nullptr, *do_tokens = nullptr;  // (B, T, H * D) or null
+  float* delta = nullptr;                                // (B, H, T)
+  void* dq = nullptr;                                    // (B, H, T, D)
+  void *dk = nullptr, *dv = nullptr;                     // (B, G, T, D)
 };
 void flash_attention_backward(const FlashBackwardArgs& a, cudaStream_t s);
 

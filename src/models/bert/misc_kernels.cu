@@ -111,12 +111,15 @@ __global__ void __launch_bounds__(kThreads) xent_kernel(XentArgs a) {
         d[j] = from_f<T>(0.0f);
     return;
   }
+  // The label's logit is read before the reduction's barrier: with dlogits == logits
+  // (in place) other threads overwrite the row after it.
+  const float target = threadIdx.x == 0 ? to_f(x[label]) : 0.0f;
   MaxSum ms{-INFINITY, 0.0f};
   for (int j = threadIdx.x; j < a.cols; j += kThreads)
     ms = combine(ms, MaxSum{to_f(x[j]), 1.0f});
   ms = block_max_sum(ms);
   const float lse = ms.m + logf(ms.s);
-  if (threadIdx.x == 0) a.row_loss[row] = lse - to_f(x[label]);
+  if (threadIdx.x == 0) a.row_loss[row] = lse - target;
   if (!d) return;
   const float scale = a.scaler ? a.scaler->scale : 1.0f;
   const float coef = scale / fmaxf(*a.count, 1.0f);

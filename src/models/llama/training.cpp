@@ -731,16 +731,27 @@ std::unique_ptr<Model> make_llama_training(const ModelConfig& c, int device) {
   if (!bert::flash_attention_supported(DType::kBF16, c.seq, shape->head_dim()))
     throw UsageError(
         fmt::format("llama: the attention kernels do not take head size {}", shape->head_dim()));
+  DeviceScope scope(device);
   const auto [free_b, total_b] = device_memory_info();
-  // FP32 master, m, v and gradient and the bf16 copy: 18 bytes a parameter.
-  const double states = 18.0 * double(llama::parameter_count(*shape));
-  if (states > double(free_b))
+  // FP32 master, m, v and gradient and the bf16 copy: 18 bytes a parameter; then what
+  // one sequence keeps: per layer and token the bf16 activations of LayerActs (the
+  // input, two norms, the mid-point, Q, K, V, the context, gate and up, SwiGLU), its
+  // logits and its share of the scratch.
+  const llama::Shape& sh = *shape;
+  const double states = 18.0 * double(llama::parameter_count(sh));
+  const double qd = double(sh.heads) * sh.head_dim(), kv = sh.kv_dim();
+  const double per_token =
+      2.0 * (sh.layers * (4.0 * sh.hidden + 2 * qd + 2 * kv + 3.0 * sh.intermediate) + sh.vocab +
+             4.0 * sh.hidden + 2 * qd + 2 * kv + 3.0 * sh.intermediate);
+  const double one_sequence = per_token * c.seq;
+  if (states + one_sequence > double(free_b))
     throw OutOfMemoryError(fmt::format(
-        "{}'s weights, gradients and AdamW state alone take {} (18 bytes a parameter: FP32 "
-        "master, moments and gradient, the bf16 copy) and the GPU has {} free: it does not "
-        "train on one GPU without sharding its optimizer state (gpuvs advise lays out a "
-        "multi-GPU run)",
-        shape->name, format_si(states, "B"), format_si(double(free_b), "B")));
+        "{} does not train on one GPU with this memory: its weights, gradients and AdamW "
+        "state take {} (18 bytes a parameter: FP32 master, moments and gradient, the bf16 "
+        "copy) and one sequence of {} tokens {} more, where GPU {} has {} free; gpuvs advise "
+        "lays out a run that shards them over GPUs",
+        sh.name, format_si(states, "B"), c.seq, format_si(one_sequence, "B"), device,
+        format_si(double(free_b), "B")));
   return std::make_unique<llama::LlamaTraining>(c, *shape, device);
 }
 

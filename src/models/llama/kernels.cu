@@ -269,6 +269,31 @@ __global__ void swiglu_kernel(const T* gu, T* out, int64_t rows, int inter) {
   }
 }
 
+// The same per element, 16 bytes at a time (inter a multiple of the vector width, the
+// rows 16-byte aligned): one division per vector instead of per element, full-width
+// loads. The training's activations (16384 x 8192 per layer) go through here.
+template <class T>
+__global__ void swiglu_vec_kernel(const T* gu, T* out, int64_t rows, int inter) {
+  constexpr int V = 16 / sizeof(T);
+  const int64_t per_row = inter / V;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * per_row;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row, j = (i - r * per_row) * V;
+    const uint4 gv = *reinterpret_cast<const uint4*>(gu + r * 2 * inter + j);
+    const uint4 uv = *reinterpret_cast<const uint4*>(gu + r * 2 * inter + inter + j);
+    const T* g = reinterpret_cast<const T*>(&gv);
+    const T* u = reinterpret_cast<const T*>(&uv);
+    uint4 ov;
+    T* o = reinterpret_cast<T*>(&ov);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float x = to_f(g[k]);
+      o[k] = from_f<T>(x / (1.0f + __expf(-x)) * to_f(u[k]));
+    }
+    *reinterpret_cast<uint4*>(out + r * inter + j) = ov;
+  }
+}
+
 template <class T>
 __global__ void gather_last_kernel(const T* x, T* y, int batch, int seq, int c) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < int64_t(batch) * c;
@@ -401,8 +426,16 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
 }
 
 void swiglu(const void* gu, void* a, int64_t rows, int inter, DType dtype, cudaStream_t s) {
-  GPUVS_DISPATCH_DTYPE(dtype, swiglu_kernel<T><<<grid_for(rows * inter), kThreads, 0, s>>>(
-                                  static_cast<const T*>(gu), static_cast<T*>(a), rows, inter));
+  const size_t width = 16 / dtype_size(dtype);
+  const bool aligned = (reinterpret_cast<uintptr_t>(gu) | reinterpret_cast<uintptr_t>(a)) % 16 == 0;
+  if (aligned && inter % width == 0) {
+    GPUVS_DISPATCH_DTYPE(
+        dtype, swiglu_vec_kernel<T><<<grid_for(rows * (inter / int64_t(width))), kThreads, 0, s>>>(
+                   static_cast<const T*>(gu), static_cast<T*>(a), rows, inter));
+  } else {
+    GPUVS_DISPATCH_DTYPE(dtype, swiglu_kernel<T><<<grid_for(rows * inter), kThreads, 0, s>>>(
+                                    static_cast<const T*>(gu), static_cast<T*>(a), rows, inter));
+  }
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 

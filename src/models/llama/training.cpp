@@ -197,6 +197,10 @@ class LlamaTraining final : public Model {
   void layer_forward(size_t l);
   void layer_backward(size_t l, bool accumulate);
   bert::FlashArgs flash_args(const LayerActs& a) const;
+  // The rotary split between qkv_tmp_ and (q, k, v), either way.
+  RopeSplitArgs rope_args(void* q, void* k, void* v) const;
+  // The head merge or split between `tokens` (N, H*D) and o_heads_ (B, H, T, D).
+  bert::HeadsArgs heads_args(void* tokens) const;
   void* param(int64_t off) const { return model_copy_.as<char>() + off * 2; }
   float* grad(int64_t off) const { return grads_.as<float>() + off; }
   void sync_working_copy();  // bf16 copy of the master weights
@@ -424,6 +428,34 @@ bert::FlashArgs LlamaTraining::flash_args(const LayerActs& a) const {
   return f;
 }
 
+RopeSplitArgs LlamaTraining::rope_args(void* q, void* k, void* v) const {
+  RopeSplitArgs r;
+  r.batch = b_;
+  r.seq = t_;
+  r.heads = shape_.heads;
+  r.kv_heads = shape_.kv_heads;
+  r.head_dim = shape_.head_dim();
+  r.dtype = DType::kBF16;
+  r.inv_freq = inv_freq_;
+  r.qkv = qkv_tmp_;
+  r.q = q;
+  r.k = k;
+  r.v = v;
+  return r;
+}
+
+bert::HeadsArgs LlamaTraining::heads_args(void* tokens) const {
+  bert::HeadsArgs h;
+  h.batch = b_;
+  h.seq = t_;
+  h.heads = shape_.heads;
+  h.head_dim = shape_.head_dim();
+  h.dtype = DType::kBF16;
+  h.tokens = tokens;
+  h.split[0] = o_heads_;
+  return h;
+}
+
 void LlamaTraining::layer_forward(size_t l) {
   const cudaStream_t s = stream_.get();
   const LayerParams& p = layout_.layers[l];
@@ -434,30 +466,10 @@ void LlamaTraining::layer_forward(size_t l) {
   rms_norm_forward_train(a.x, param(p.attn_norm), a.h1, a.rstd1, n_, int(c_), eps, DType::kBF16, s);
   qkv_->fwd->run(a.h1, param(p.wqkv), qkv_tmp_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
   timer_.mark("fwd rope", s);
-  RopeSplitArgs r;
-  r.batch = b_;
-  r.seq = t_;
-  r.heads = shape_.heads;
-  r.kv_heads = shape_.kv_heads;
-  r.head_dim = shape_.head_dim();
-  r.dtype = DType::kBF16;
-  r.inv_freq = inv_freq_;
-  r.qkv = qkv_tmp_;
-  r.q = a.q;
-  r.k = a.k;
-  r.v = a.v;
-  rope_split_forward(r, s);
+  rope_split_forward(rope_args(a.q, a.k, a.v), s);
   timer_.mark("fwd attention", s);
   bert::flash_attention_forward(flash_args(a), s);
-  bert::HeadsArgs h;
-  h.batch = b_;
-  h.seq = t_;
-  h.heads = shape_.heads;
-  h.head_dim = shape_.head_dim();
-  h.dtype = DType::kBF16;
-  h.tokens = a.ctx;
-  h.split[0] = o_heads_;
-  bert::heads_to_tokens(h, s);
+  bert::heads_to_tokens(heads_args(a.ctx), s);
   timer_.mark("fwd attention output", s);
   o_->fwd->run(a.ctx, param(p.wo), a.mid, 1.0f, 1.0f, a.x, nullptr, ws_, s);
   timer_.mark("fwd gate and up", s);
@@ -527,15 +539,7 @@ void LlamaTraining::layer_backward(size_t l, bool accumulate) {
   o_->wgrad->run(d_stream_, a.ctx, grad(p.wo), 1.0f, beta, grad(p.wo), nullptr, ws_, s);
   o_->dgrad->run(d_stream_, param(p.wo), d_ctx_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
   timer_.mark("bwd attention", s);
-  bert::HeadsArgs h;
-  h.batch = b_;
-  h.seq = t_;
-  h.heads = shape_.heads;
-  h.head_dim = shape_.head_dim();
-  h.dtype = DType::kBF16;
-  h.tokens = d_ctx_;
-  h.split[0] = o_heads_;
-  bert::tokens_to_heads(h, s);
+  bert::tokens_to_heads(heads_args(d_ctx_), s);
   bert::FlashBackwardArgs fb;
   fb.f = flash_args(a);
   fb.f.o = nullptr;
@@ -548,19 +552,7 @@ void LlamaTraining::layer_backward(size_t l, bool accumulate) {
   fb.dv = dv_;
   bert::flash_attention_backward(fb, s);
   timer_.mark("bwd rope", s);
-  RopeSplitArgs r;
-  r.batch = b_;
-  r.seq = t_;
-  r.heads = shape_.heads;
-  r.kv_heads = shape_.kv_heads;
-  r.head_dim = shape_.head_dim();
-  r.dtype = DType::kBF16;
-  r.inv_freq = inv_freq_;
-  r.qkv = qkv_tmp_;
-  r.q = dq_;
-  r.k = dk_;
-  r.v = dv_;
-  rope_split_backward(r, s);
+  rope_split_backward(rope_args(dq_, dk_, dv_), s);
   timer_.mark("bwd qkv", s);
   qkv_->wgrad->run(qkv_tmp_, a.h1, grad(p.wqkv), 1.0f, beta, grad(p.wqkv), nullptr, ws_, s);
   qkv_->dgrad->run(qkv_tmp_, param(p.wqkv), dh_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);

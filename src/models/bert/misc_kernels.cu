@@ -97,6 +97,43 @@ __device__ MaxSum block_max_sum(MaxSum v) {
   return block_reduce_all<kThreads, ShuffleTree::kButterfly>(v, Combine{}, scratch);
 }
 
+// One row's logits at x[0, cols), 16 bytes at a time where the row allows it (ld a
+// multiple of the vector width and the row 16-byte aligned: the logits of an LM head
+// over 128256 tokens are 250 KB a row), one at a time otherwise.
+template <class T>
+struct RowVector {
+  static constexpr int kWidth = 16 / sizeof(T);
+  static __device__ bool fits(const void* row, int ld) {
+    return ld % kWidth == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0;
+  }
+};
+
+// The (max, sum of exp) of x[0, cols) this thread sees: per vector the local maximum,
+// then one combine.
+template <class T>
+__device__ MaxSum thread_max_sum(const T* x, int cols, bool vec) {
+  MaxSum ms{-INFINITY, 0.0f};
+  if (!vec) {
+    for (int j = threadIdx.x; j < cols; j += kThreads)
+      ms = combine(ms, MaxSum{to_f(x[j]), 1.0f});
+    return ms;
+  }
+  constexpr int V = RowVector<T>::kWidth;
+  for (int j0 = threadIdx.x * V; j0 < cols; j0 += kThreads * V) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(x + j0);
+    const T* v = reinterpret_cast<const T*>(&raw);
+    const int n = min(V, cols - j0);
+    float m = -INFINITY;
+    for (int k = 0; k < n; ++k)
+      m = fmaxf(m, to_f(v[k]));
+    float sum = 0.0f;
+    for (int k = 0; k < n; ++k)
+      sum += __expf(to_f(v[k]) - m);
+    ms = combine(ms, MaxSum{m, sum});
+  }
+  return ms;
+}
+
 // One block per row.
 template <class T>
 __global__ void __launch_bounds__(kThreads) xent_kernel(XentArgs a) {
@@ -104,6 +141,7 @@ __global__ void __launch_bounds__(kThreads) xent_kernel(XentArgs a) {
   const int label = a.labels[row];
   const T* x = static_cast<const T*>(a.logits) + row * a.ld;
   T* d = a.dlogits ? static_cast<T*>(a.dlogits) + row * a.ld : nullptr;
+  const bool vec = RowVector<T>::fits(x, a.ld) && (!d || RowVector<T>::fits(d, a.ld));
   if (label < 0 || label >= a.cols) {  // -100: ignored
     if (threadIdx.x == 0) a.row_loss[row] = 0.0f;
     if (d)
@@ -114,19 +152,30 @@ __global__ void __launch_bounds__(kThreads) xent_kernel(XentArgs a) {
   // The label's logit is read before the reduction's barrier: with dlogits == logits
   // (in place) other threads overwrite the row after it.
   const float target = threadIdx.x == 0 ? to_f(x[label]) : 0.0f;
-  MaxSum ms{-INFINITY, 0.0f};
-  for (int j = threadIdx.x; j < a.cols; j += kThreads)
-    ms = combine(ms, MaxSum{to_f(x[j]), 1.0f});
-  ms = block_max_sum(ms);
+  const MaxSum ms = block_max_sum(thread_max_sum(x, a.cols, vec));
   const float lse = ms.m + logf(ms.s);
   if (threadIdx.x == 0) a.row_loss[row] = lse - target;
   if (!d) return;
   const float scale = a.scaler ? a.scaler->scale : 1.0f;
   const float coef = scale / fmaxf(*a.count, 1.0f);
-  for (int j = threadIdx.x; j < a.ld; j += kThreads) {
-    float g = 0.0f;
-    if (j < a.cols) g = (__expf(to_f(x[j]) - lse) - (j == label ? 1.0f : 0.0f)) * coef;
-    d[j] = from_f<T>(g);
+  auto grad = [&](int j, float xj) {
+    return j < a.cols ? (__expf(xj - lse) - (j == label ? 1.0f : 0.0f)) * coef : 0.0f;
+  };
+  if (!vec) {
+    for (int j = threadIdx.x; j < a.ld; j += kThreads)
+      d[j] = from_f<T>(grad(j, j < a.cols ? to_f(x[j]) : 0.0f));
+    return;
+  }
+  constexpr int V = RowVector<T>::kWidth;
+  for (int j0 = threadIdx.x * V; j0 < a.ld; j0 += kThreads * V) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(x + j0);
+    const T* v = reinterpret_cast<const T*>(&raw);
+    uint4 out;
+    T* o = reinterpret_cast<T*>(&out);
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+      o[k] = from_f<T>(grad(j0 + k, to_f(v[k])));
+    *reinterpret_cast<uint4*>(d + j0) = out;
   }
 }
 

@@ -33,11 +33,14 @@ algorithms. The order of the work is part of the file's meaning (docs/model-chec
      "<p>/step_logits" (G, B, V)      the raw logits each of them was chosen from
                                       (output_logits), FP32; step 0 is the prompt's last
                                       position;
-  4. for the training checks to come: "train/fp32/loss" and "train/fp32/grad/<name>"
-     (labels = input_ids: transformers' shifted cross-entropy, the mean over B (T - 1)
-     positions; every parameter's gradient from loss.backward(), FP32), and
-     "train/bf16/loss" and "train/bf16/grad/<name>" (the FP32 model under
-     torch.autocast("cuda", torch.bfloat16)).
+  4. for the training checks: a second model of TRAIN_SHAPE (4 query heads on 2
+     key/value heads, head size 64, everything else as above; weights from --seed + 3)
+     as "train/<state_dict name>" (FP32), "train/input_ids" (B, --train-seq) I64 in
+     [0, V) from generator --seed + 4, and per p of fp32 (TF32 off) and bf16 (the model
+     cast with model.to(bfloat16), rotary frequencies kept FP32): "train/<p>/loss"
+     (labels = input_ids: transformers' shifted cross-entropy over B (T - 1) positions,
+     on logits upcast to FP32), "train/<p>/logits" (B, T, V) and "train/<p>/grad/<name>"
+     every parameter's gradient from loss.backward(), as FP32.
 
 The file is in the safetensors layout of scripts/models/tensorfile.py (__metadata__
 {"format": "gpuvs.ref", "version": "1", "model": "llama-tiny", the shape, the
@@ -67,6 +70,10 @@ ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_facto
             original_max_position_embeddings=64)
 THETA = 500000.0
 PRECISIONS = ("fp32", "bf16", "fp16")
+# The training checks' model: the same but 4 query heads on 2 key/value heads, head size
+# 64 (gpuvs's fused attention takes 64 and 128), over sequences of --train-seq tokens (a
+# multiple of 64, as gpuvs's training takes them).
+TRAIN_SHAPE = dict(SHAPE, num_attention_heads=4, num_key_value_heads=2)
 
 
 def parse_args():
@@ -76,6 +83,7 @@ def parse_args():
     ap.add_argument("--prompt", type=int, default=16)
     ap.add_argument("--generate", type=int, default=32)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--train-seq", type=int, default=64)
     ap.add_argument("--force", action="store_true", help="write even when up to date")
     return ap.parse_args()
 
@@ -87,7 +95,7 @@ if __name__ == "__main__":
     reference_state.skip_if_up_to_date(
         "dump_llama", ARGS.out,
         {"model": "llama-tiny", "batch": ARGS.batch, "prompt": ARGS.prompt,
-         "generate": ARGS.generate, "seed": ARGS.seed},
+         "generate": ARGS.generate, "seed": ARGS.seed, "train_seq": ARGS.train_seq},
         [__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensorfile.py")],
         ARGS.force)
 try:
@@ -115,10 +123,10 @@ def rope_settings(cfg):
     return dict(scaling, rope_theta=getattr(cfg, "rope_theta", None))
 
 
-def build_model(seed):
+def build_model(seed, shape=SHAPE):
     # rope_theta and rope_scaling as in every Llama 3 config.json: transformers 4 takes
     # them as they are, transformers 5 converts them into rope_parameters.
-    cfg = transformers.LlamaConfig(**SHAPE, rope_theta=THETA, rope_scaling=dict(ROPE))
+    cfg = transformers.LlamaConfig(**shape, rope_theta=THETA, rope_scaling=dict(ROPE))
     got = rope_settings(cfg)
     for key, want in dict(ROPE, rope_theta=THETA).items():
         value = got.get(key)
@@ -140,8 +148,9 @@ def build_model(seed):
         print(f"dump_llama: warning: attention implementation {attention!r}, not eager",
               flush=True)
     attn = model.model.layers[0].self_attn
-    if getattr(attn, "head_dim", 32) != 32:
-        fail(f"head size {attn.head_dim}, not 32")
+    head = shape["hidden_size"] // shape["num_attention_heads"]
+    if getattr(attn, "head_dim", head) != head:
+        fail(f"head size {attn.head_dim}, not {head}")
     if model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr():
         fail("the LM head is tied to the embeddings (tie_word_embeddings False was ignored)")
     # No end token (generate runs every step) and pad 0, in the generation config the
@@ -228,13 +237,30 @@ def main(args):
         out[f"{p}/step_logits"] = steps
         del model
 
-    for p, autocast in (("fp32", False), ("bf16", True)):
-        model = copy.deepcopy(base).train()  # dropout 0: train and eval compute the same
+    # Training: one forward and backward of the training model at fp32 (TF32 off) and
+    # after model.to(bfloat16) (rotary frequencies kept FP32, as above): what gpuvs's bf16
+    # training keeps in bf16, PyTorch keeps in bf16 too (weights, activations, the
+    # residual stream, gradients), so the distance between the two is PyTorch's own
+    # bf16 error. transformers' loss upcasts the logits to FP32.
+    if args.train_seq < 64 or args.train_seq % 64 != 0:
+        fail(f"--train-seq {args.train_seq}: a multiple of 64")
+    train_base, _ = build_model(args.seed + 3, TRAIN_SHAPE)
+    train_base = train_base.to(dev)
+    for name, t in train_base.state_dict().items():
+        if t.dtype.is_floating_point and not name.endswith("inv_freq"):
+            out[f"train/{name}"] = t.detach().float().cpu().clone()
+    g = torch.Generator().manual_seed(args.seed + 4)
+    train_ids = torch.randint(0, SHAPE["vocab_size"], (args.batch, args.train_seq), generator=g)
+    out["train/input_ids"] = train_ids
+    t_ids = train_ids.to(dev)
+    for p in ("fp32", "bf16"):
+        model = copy.deepcopy(train_base).to(dtypes[p]).train()  # dropout 0
+        keep_rotary_fp32(model, train_base)
         model.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-            loss = model(input_ids=d_ids, attention_mask=mask, labels=d_ids).loss
-        loss.backward()
-        out[f"train/{p}/loss"] = loss.detach().float().cpu().reshape(())
+        res = model(input_ids=t_ids, labels=t_ids)
+        res.loss.backward()
+        out[f"train/{p}/loss"] = res.loss.detach().float().cpu().reshape(())
+        out[f"train/{p}/logits"] = res.logits.detach().float().cpu()
         for name, param in model.named_parameters():
             if param.grad is None:
                 fail(f"train/{p}: no gradient for {name}")
@@ -281,7 +307,12 @@ def main(args):
                      "frequencies kept FP32",
         "generation": "generate(do_sample=False, max_new_tokens=min_new_tokens=generate, "
                       "use_cache=True, output_logits=True), no end token, pad 0",
-        "loss": "labels = input_ids, shifted cross-entropy, mean over batch x (prompt - 1)",
+        "loss": "labels = input_ids, shifted cross-entropy, mean over batch x (train_seq - 1)",
+        "train_heads": TRAIN_SHAPE["num_attention_heads"],
+        "train_kv_heads": TRAIN_SHAPE["num_key_value_heads"],
+        "train_seq": args.train_seq,
+        "train_precision": "fp32 with TF32 off; bf16 by model.to(bfloat16), rotary "
+                           "frequencies kept FP32",
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     size = write_tensor_file(args.out, out, meta)
@@ -301,8 +332,12 @@ def main(args):
               f" greedy tokens equal to fp32's up to step {first} of {args.generate}, "
               f"top-2 margins min {m.min().item():.4g} median {m.median().item():.4g}, "
               f"{int((m == 0).sum())} exact ties")
-    print(f"dump_llama: loss fp32 {out['train/fp32/loss'].item():.6f}, bf16 autocast "
-          f"{out['train/bf16/loss'].item():.6f}")
+    own = max((out[f"train/bf16/grad/{n}"] - out[f"train/fp32/grad/{n}"]).abs().max().item()
+              / max(out[f"train/fp32/grad/{n}"].abs().max().item(), 1e-30)
+              for n, _ in train_base.named_parameters())
+    print(f"dump_llama: training loss fp32 {out['train/fp32/loss'].item():.6f}, bf16 "
+          f"{out['train/bf16/loss'].item():.6f}; bf16 gradients' largest max|bf16 - fp32| / "
+          f"max|fp32| over the tensors {own:.4g}")
 
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ case $part in
     # The Llama dump's own arguments (prompt, generate) decide whether it is up to date.
     llama=$tmp/ref/llama.safetensors
     header='{"__metadata__":{"format":"gpuvs.ref","version":"1","model":"llama-tiny",'
-    header+='"batch":"2","prompt":"16","generate":"32","seed":"1234"}}'
+    header+='"batch":"2","prompt":"16","generate":"32","seed":"1234","train_seq":"64"}}'
     printf -v length '\\x%02x' "${#header}"
     printf '%b\0\0\0\0\0\0\0%s' "$length" "$header" > "$llama"
     touch -d '+1 hour' "$llama"

@@ -709,6 +709,12 @@ std::unique_ptr<Model> make_llama_training(const ModelConfig& c, int device) {
   const std::optional<llama::Shape> shape = llama::find_shape(size);
   if (!shape)
     throw UsageError(fmt::format("llama: unknown size '{}' (sizes: {})", size, llama::size_list()));
+  return make_llama_training_of_shape(c, *shape, device);
+}
+
+std::unique_ptr<Model> make_llama_training_of_shape(const ModelConfig& c, const llama::Shape& s,
+                                                    int device) {
+  const std::optional<llama::Shape> shape = s;
   if (c.mode != Mode::kTrain)
     throw UsageError("llama: this model trains; inference is gpuvs model llama --mode infer");
   if (c.precision != Precision::kBf16)

@@ -31,6 +31,7 @@
 
 #include <memory>
 
+#include "models/llama/shapes.h"
 #include "models/model.h"
 
 namespace gpuvs::models {
@@ -41,5 +42,11 @@ namespace gpuvs::models {
 // batch below 1; OutOfMemoryError when it does not fit (the message says what the
 // weights and optimizer state alone take where those do not fit).
 std::unique_ptr<Model> make_llama_training(const ModelConfig& config, int device);
+
+// The same at any decoder shape (the checks against transformers use a small one):
+// config.model is then only a name. Throws as above; head size 64 or 128, the hidden
+// size a multiple of 256.
+std::unique_ptr<Model> make_llama_training_of_shape(const ModelConfig& config,
+                                                    const llama::Shape& shape, int device);
 
 }  // namespace gpuvs::models

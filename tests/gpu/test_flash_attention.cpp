@@ -1,7 +1,8 @@
 // The fused attention kernels (flash_attention.cu) against a host reference in double:
 // forward output and log-sum-exp, and dq, dk, dv from a random d_o, for head sizes 64
 // and 128, with and without the causal mask, with one key/value head per query head
-// and with grouped-query attention; that a causal query gives its later keys no
+// and with grouped-query attention; the edges of the no-dropout (mma.sync) path and its
+// agreement with the WMMA (dropout) path; that a causal query gives its later keys no
 // weight at all; and a printout of the kernels' throughput at the Llama training
 // shapes. Skipped without a GPU.
 #include <gtest/gtest.h>
@@ -205,6 +206,7 @@ struct Attention {
   std::vector<int32_t> mask;  // empty: no padding mask
   DeviceBuffer dq_in, dk_in, dv_in, ddo, dmask;
   std::vector<float> o, lse, dq, dk, dv;  // results
+  bool wmma = false;  // the WMMA kernels (the dropout path) instead of the default dispatch
 
   void upload() {
     dq_in = to_device(q, dtype);
@@ -241,7 +243,8 @@ struct Attention {
     f.scale = float(1.0 / std::sqrt(double(s.d)));
     f.o = o_dev.get();
     f.lse = lse_dev.as<float>();
-    bert::flash_attention_forward(f, nullptr);
+    wmma ? bert::flash_attention_forward_wmma(f, nullptr)
+         : bert::flash_attention_forward(f, nullptr);
     o = to_host(o_dev, s.q_elems(), dtype);
     lse = floats_to_host(lse_dev, s.rows());
     FlashBackwardArgs bw;
@@ -259,7 +262,8 @@ struct Attention {
     bw.dq = dq_dev.get();
     bw.dk = dk_dev.get();
     bw.dv = dv_dev.get();
-    bert::flash_attention_backward(bw, nullptr);
+    wmma ? bert::flash_attention_backward_wmma(bw, nullptr)
+         : bert::flash_attention_backward(bw, nullptr);
     GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
     dq = to_host(dq_dev, s.q_elems(), dtype);
     dk = to_host(dk_dev, s.kv_elems(), dtype);
@@ -273,6 +277,49 @@ std::string describe(const Shape& s, DType dtype) {
                 dtype == DType::kF16 ? "fp16" : "bf16", s.b, s.t, s.h, s.g, s.d,
                 s.causal ? "causal" : "non-causal");
   return buf;
+}
+
+// Every element of o, lse, dq, dk, dv within its tolerance (worst_ratio; lse: 1e-5 (1 +
+// |lse|), FP32 arithmetic on exact products) of the host reference.
+void expect_matches_reference(const Attention& run, const std::string& name) {
+  const Shape& s = run.s;
+  const double u = run.dtype == DType::kF16 ? 0x1p-11 : 0x1p-8;
+  const Reference ref =
+      reference(s, run.q, run.k, run.v, run.d_o, run.mask, 1.0 / std::sqrt(double(s.d)), u);
+  double lse_worst = 0;
+  for (size_t i = 0; i < ref.lse.size(); ++i) {
+    const double err = std::fabs(run.lse[i] - ref.lse[i]) / (1e-5 * (1 + std::fabs(ref.lse[i])));
+    lse_worst = std::isnan(err) ? INFINITY : std::max(lse_worst, err);
+  }
+  EXPECT_LE(lse_worst, 1.0) << name << " lse";
+  size_t at[4] = {0, 0, 0, 0};
+  const double w[4] = {
+      worst_ratio(run.o, ref.o, ref.eo, &at[0]), worst_ratio(run.dq, ref.dq, ref.edq, &at[1]),
+      worst_ratio(run.dk, ref.dk, ref.edk, &at[2]), worst_ratio(run.dv, ref.dv, ref.edv, &at[3])};
+  const char* what[4] = {"o", "dq", "dk", "dv"};
+  const std::vector<float>* got[4] = {&run.o, &run.dq, &run.dk, &run.dv};
+  const std::vector<double>* want[4] = {&ref.o, &ref.dq, &ref.dk, &ref.dv};
+  std::printf("flash-check %s: worst error / tolerance o %.3f lse %.3f dq %.3f dk %.3f dv %.3f\n",
+              name.c_str(), w[0], lse_worst, w[1], w[2], w[3]);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_LE(w[i], 1.0) << name << " " << what[i] << "[" << at[i] << "] = " << (*got[i])[at[i]]
+                         << ", reference " << (*want[i])[at[i]];
+}
+
+// Random q (sd 1.5, for peaked rows), k, v, d_o (sd 1) rounded to the storage type; with
+// `pad`, batch 1's last quarter of keys padded.
+void fill(Attention& run, bool pad, std::mt19937_64& gen) {
+  const Shape& s = run.s;
+  run.q = random_values(s.q_elems(), 1.5f, gen);
+  run.k = random_values(s.kv_elems(), 1.0f, gen);
+  run.v = random_values(s.kv_elems(), 1.0f, gen);
+  run.d_o = random_values(s.q_elems(), 1.0f, gen);
+  run.mask.clear();
+  if (pad && s.b > 1) {
+    run.mask.assign(size_t(s.b) * s.t, 1);
+    for (int j = s.t - s.t / 4; j < s.t; ++j)
+      run.mask[size_t(s.t) + j] = 0;
+  }
 }
 
 // Every case: random q (sd 1.5, for peaked rows), k, v, d_o (sd 1) rounded to the
@@ -317,27 +364,133 @@ TEST(FlashAttention, MatchesTheHostReference) {
     }
     run.upload();
     run.run(c.g != s.h);
-    const double u = c.dtype == DType::kF16 ? 0x1p-11 : 0x1p-8;
+    expect_matches_reference(run, name);
+  }
+}
+
+// The edges of the mma.sync path (drop.p == 0) that the cases above leave out: a single
+// key tile (T 64, under the 128-query tile of the forward and dQ kernels), T 320 (a short
+// last query tile after two full ones) with four query heads on one key/value head,
+// fp16 at head size 64, and many (b, h) pairs (B 3 H 40 G 8).
+TEST(FlashAttention, MmaEdgesMatchTheHostReference) {
+  GPUVS_REQUIRE_GPU();
+  bert::flash_attention_init();
+  struct Case {
+    Shape s;
+    DType dtype;
+    bool pad;
+  };
+  const Case cases[] = {{{2, 4, 4, 64, 64, true}, DType::kBF16, false},
+                        {{2, 4, 2, 64, 128, false}, DType::kBF16, true},
+                        {{2, 4, 1, 320, 128, true}, DType::kBF16, true},
+                        {{2, 4, 1, 320, 64, false}, DType::kF16, true},
+                        {{2, 4, 2, 192, 64, true}, DType::kF16, false},
+                        {{3, 40, 8, 64, 64, false}, DType::kBF16, true}};
+  std::mt19937_64 gen(13);
+  for (const Case& c : cases) {
+    Attention run;
+    run.s = c.s;
+    run.dtype = c.dtype;
+    fill(run, c.pad, gen);
+    run.upload();
+    run.run(c.s.g != c.s.h);
+    expect_matches_reference(run, describe(c.s, c.dtype));
+  }
+}
+
+// Without dropout both implementations compute the same attention: each rounds P and dS
+// to the storage type (and its outputs) at FP32 values that differ only by summation
+// order, so each is within its rounding bound of the exact result and the two within
+// the sum of both bounds, |mma - wmma| <= 2 tol (tol: worst_ratio's), lse within 2e-5
+// (1 + |lse|).
+TEST(FlashAttention, MmaPathMatchesWmmaPath) {
+  GPUVS_REQUIRE_GPU();
+  bert::flash_attention_init();
+  const Shape shapes[] = {
+      {2, 4, 2, 192, 64, true}, {2, 4, 4, 128, 128, false}, {2, 4, 1, 256, 128, true}};
+  std::mt19937_64 gen(17);
+  for (const Shape& s : shapes) {
+    Attention mma, wmma;
+    mma.s = wmma.s = s;
+    fill(mma, !s.causal, gen);
+    wmma.q = mma.q;
+    wmma.k = mma.k;
+    wmma.v = mma.v;
+    wmma.d_o = mma.d_o;
+    wmma.mask = mma.mask;
+    wmma.wmma = true;
+    mma.upload();
+    wmma.upload();
+    mma.run(false);
+    wmma.run(false);
+    const std::string name = describe(s, DType::kBF16);
     const Reference ref =
-        reference(s, run.q, run.k, run.v, run.d_o, run.mask, 1.0 / std::sqrt(double(s.d)), u);
+        reference(s, mma.q, mma.k, mma.v, mma.d_o, mma.mask, 1.0 / std::sqrt(double(s.d)), 0x1p-8);
     double lse_worst = 0;
     for (size_t i = 0; i < ref.lse.size(); ++i) {
-      const double err = std::fabs(run.lse[i] - ref.lse[i]) / (1e-5 * (1 + std::fabs(ref.lse[i])));
+      const double err =
+          std::fabs(double(mma.lse[i]) - wmma.lse[i]) / (2e-5 * (1 + std::fabs(ref.lse[i])));
       lse_worst = std::isnan(err) ? INFINITY : std::max(lse_worst, err);
     }
     EXPECT_LE(lse_worst, 1.0) << name << " lse";
-    size_t at[4] = {0, 0, 0, 0};
-    const double w[4] = {
-        worst_ratio(run.o, ref.o, ref.eo, &at[0]), worst_ratio(run.dq, ref.dq, ref.edq, &at[1]),
-        worst_ratio(run.dk, ref.dk, ref.edk, &at[2]), worst_ratio(run.dv, ref.dv, ref.edv, &at[3])};
     const char* what[4] = {"o", "dq", "dk", "dv"};
-    const std::vector<float>* got[4] = {&run.o, &run.dq, &run.dk, &run.dv};
+    const std::vector<float>* a[4] = {&mma.o, &mma.dq, &mma.dk, &mma.dv};
+    const std::vector<float>* b[4] = {&wmma.o, &wmma.dq, &wmma.dk, &wmma.dv};
     const std::vector<double>* want[4] = {&ref.o, &ref.dq, &ref.dk, &ref.dv};
-    std::printf("flash-check %s: worst error / tolerance o %.3f lse %.3f dq %.3f dk %.3f dv %.3f\n",
-                name.c_str(), w[0], lse_worst, w[1], w[2], w[3]);
-    for (int i = 0; i < 4; ++i)
-      EXPECT_LE(w[i], 1.0) << name << " " << what[i] << "[" << at[i] << "] = " << (*got[i])[at[i]]
-                           << ", reference " << (*want[i])[at[i]];
+    const std::vector<double>* bound[4] = {&ref.eo, &ref.edq, &ref.edk, &ref.edv};
+    for (int x = 0; x < 4; ++x) {
+      double peak = 0, worst = 0;
+      for (const double w : *want[x])
+        peak = std::max(peak, std::fabs(w));
+      for (size_t i = 0; i < want[x]->size(); ++i) {
+        const double tol = 2.0 * (2.0 * (*bound[x])[i] + 1e-5 * peak);
+        const double r = std::fabs(double((*a[x])[i]) - (*b[x])[i]) / tol;
+        worst = std::isnan(r) ? INFINITY : std::max(worst, r);
+      }
+      std::printf("flash-paths %s %s: worst |mma - wmma| / tolerance %.3f\n", name.c_str(), what[x],
+                  worst);
+      EXPECT_LE(worst, 1.0) << name << " " << what[x];
+    }
+  }
+}
+
+// The same at long sequences (many key tiles, deep causal loops, the group's four query
+// heads summed into dk and dv), where the host reference would take minutes: the two
+// paths' difference in relative L2 norm within 4 u (u = 2^-8): each path's rounding of
+// P, dS and its outputs leaves it some u off the exact result in that norm.
+TEST(FlashAttention, MmaPathMatchesWmmaPathAtLongSequences) {
+  GPUVS_REQUIRE_GPU();
+  bert::flash_attention_init();
+  const Shape shapes[] = {{1, 32, 8, 2048, 64, true}, {1, 8, 2, 1024, 128, false}};
+  std::mt19937_64 gen(19);
+  for (const Shape& s : shapes) {
+    Attention mma, wmma;
+    mma.s = wmma.s = s;
+    fill(mma, false, gen);
+    wmma.q = mma.q;
+    wmma.k = mma.k;
+    wmma.v = mma.v;
+    wmma.d_o = mma.d_o;
+    wmma.wmma = true;
+    mma.upload();
+    wmma.upload();
+    mma.run(false);
+    wmma.run(false);
+    const std::string name = describe(s, DType::kBF16);
+    const char* what[5] = {"o", "lse", "dq", "dk", "dv"};
+    const std::vector<float>* a[5] = {&mma.o, &mma.lse, &mma.dq, &mma.dk, &mma.dv};
+    const std::vector<float>* b[5] = {&wmma.o, &wmma.lse, &wmma.dq, &wmma.dk, &wmma.dv};
+    for (int x = 0; x < 5; ++x) {
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < b[x]->size(); ++i) {
+        const double d = double((*a[x])[i]) - (*b[x])[i];
+        diff += d * d;
+        norm += double((*b[x])[i]) * (*b[x])[i];
+      }
+      const double rel = std::sqrt(diff / norm);
+      std::printf("flash-paths %s %s: relative L2 |mma - wmma| %.3e\n", name.c_str(), what[x], rel);
+      EXPECT_LE(rel, 4 * 0x1p-8) << name << " " << what[x];
+    }
   }
 }
 
@@ -429,9 +582,11 @@ TEST(FlashAttention, CausalGivesLaterKeysNoWeight) {
 // TFLOP/s at the Llama training shapes (causal, grouped-query: Llama 3.2 1B's 32 heads
 // over 8 key/value heads at D 64, and 24 over 8 at D 128), and BERT-large's non-causal
 // shape for comparison. Forward FLOPs 4 B H T^2 D (half of it causal), the backward's
-// 2.5x the forward's (delta kernel included in its time); mean of 10 runs after 2.
-// H200, bf16: ~110 TFLOP/s forward and ~78 backward at both Llama shapes, ~104 and ~75
-// at BERT's.
+// 2.5x the forward's (delta kernel included in its time); mean of 10 runs after 2. The
+// default dispatch (no dropout: the mma.sync kernels) and the WMMA kernels. H200, bf16:
+// mma.sync 224 TFLOP/s forward and 160 backward at head size 64, 213 and 155 at 128,
+// 211 and 148 at BERT's shape; WMMA ~110 and ~78 at both Llama shapes, ~104 and ~75 at
+// BERT's.
 TEST(FlashAttention, PrintsCausalThroughput) {
   GPUVS_REQUIRE_GPU();
   bert::flash_attention_init();
@@ -493,14 +648,19 @@ TEST(FlashAttention, PrintsCausalThroughput) {
       stop.synchronize();
       return stop.seconds_since(start) * 1e3 / kIters;
     };
+    const double fwd_flop = 4.0 * s.b * s.h * double(s.t) * s.t * s.d * (s.causal ? 0.5 : 1.0);
+    // The WMMA kernels (the dropout path) at p == 0 first, for comparison.
+    const double wfwd_ms = time_ms([&] { bert::flash_attention_forward_wmma(f, st); });
+    const double wbwd_ms = time_ms([&] { bert::flash_attention_backward_wmma(bw, st); });
     const double fwd_ms = time_ms([&] { bert::flash_attention_forward(f, st); });
     const double bwd_ms = time_ms([&] { bert::flash_attention_backward(bw, st); });
-    const double fwd_flop = 4.0 * s.b * s.h * double(s.t) * s.t * s.d * (s.causal ? 0.5 : 1.0);
-    std::printf(
-        "flash-throughput %s (%s): forward %.3f ms %.1f TFLOP/s, backward %.3f ms %.1f "
-        "TFLOP/s\n",
-        describe(s, kType).c_str(), c.what, fwd_ms, fwd_flop / fwd_ms * 1e-9, bwd_ms,
-        2.5 * fwd_flop / bwd_ms * 1e-9);
+    for (const bool wmma : {true, false})
+      std::printf(
+          "flash-throughput%s %s (%s): forward %.3f ms %.1f TFLOP/s, backward %.3f ms %.1f "
+          "TFLOP/s\n",
+          wmma ? "-wmma" : "", describe(s, kType).c_str(), c.what, wmma ? wfwd_ms : fwd_ms,
+          fwd_flop / (wmma ? wfwd_ms : fwd_ms) * 1e-9, wmma ? wbwd_ms : bwd_ms,
+          2.5 * fwd_flop / (wmma ? wbwd_ms : bwd_ms) * 1e-9);
     EXPECT_EQ(bert::count_nonfinite(dq.get(), s.rows(), s.d, s.d, kType, st), 0);
     EXPECT_EQ(bert::count_nonfinite(dk.get(), int64_t(s.b) * s.g * s.t, s.d, s.d, kType, st), 0);
   }

@@ -7,6 +7,8 @@
 // probabilities from it, one kernel for dK and dV (a block per key tile of a key/value
 // head, looping over its group's query heads and their queries) and one for dQ (a block
 // per query tile, looping over the keys), so no atomics and a fixed summation order.
+// These kernels serve attention with dropout; without it flash_attention_forward and
+// _backward run flash_attention_mma.cu's (same algorithm, tiles in registers).
 // Tiles of 64 x 64, four warps of 16 rows each; the tensor-core products through WMMA
 // (16 x 16 x 16, FP32 accumulation) with the score tiles staged in shared memory for
 // the element-wise steps (a lane holds half a row: 8 runs of 4 columns, interleaved
@@ -643,17 +645,32 @@ void forward(const FlashArgs& a, cudaStream_t s) {
   launch(flash_fwd_kernel<T, D>, Layout<D>::kFwdSmem, a, int64_t(a.batch) * a.heads, a.seq, s);
 }
 
+// delta, then the dK/dV and dQ kernels: the WMMA ones, or where `mma` (no dropout) the
+// mma.sync ones of flash_attention_mma.cu, which read the same delta.
 template <class T, int D>
-void backward(const FlashBackwardArgs& a, cudaStream_t s) {
+void backward(const FlashBackwardArgs& a, bool mma, cudaStream_t s) {
   const FlashArgs& f = a.f;
   const int64_t rows = int64_t(f.batch) * f.heads * f.seq;
   constexpr int kThreads = 256;
   const unsigned blocks = static_cast<unsigned>((rows * kWarp + kThreads - 1) / kThreads);
   flash_delta_kernel<T, D><<<blocks, kThreads, 0, s>>>(a);
   GPUVS_CUDA_CHECK_LAUNCH();
+  if (mma) {
+    flash_mma_backward(a, s);
+    return;
+  }
   launch(flash_dkdv_kernel<T, D>, Layout<D>::kBwdSmem, a, int64_t(f.batch) * kv_groups(f), f.seq,
          s);
   launch(flash_dq_kernel<T, D>, Layout<D>::kBwdSmem, a, int64_t(f.batch) * f.heads, f.seq, s);
+}
+
+void backward_path(const FlashBackwardArgs& a, bool mma, cudaStream_t s) {
+  check(a.f);
+  const bool f16 = a.f.dtype == DType::kF16;
+  if (a.f.head_dim == 64)
+    f16 ? backward<__half, 64>(a, mma, s) : backward<__nv_bfloat16, 64>(a, mma, s);
+  else
+    f16 ? backward<__half, 128>(a, mma, s) : backward<__nv_bfloat16, 128>(a, mma, s);
 }
 
 }  // namespace
@@ -665,9 +682,10 @@ bool flash_attention_supported(DType dtype, int seq, int head_dim) {
 void flash_attention_init() {
   init_head_size<64>();
   init_head_size<128>();
+  flash_mma_init();
 }
 
-void flash_attention_forward(const FlashArgs& a, cudaStream_t s) {
+void flash_attention_forward_wmma(const FlashArgs& a, cudaStream_t s) {
   check(a);
   const bool f16 = a.dtype == DType::kF16;
   if (a.head_dim == 64)
@@ -676,13 +694,24 @@ void flash_attention_forward(const FlashArgs& a, cudaStream_t s) {
     f16 ? forward<__half, 128>(a, s) : forward<__nv_bfloat16, 128>(a, s);
 }
 
+void flash_attention_backward_wmma(const FlashBackwardArgs& a, cudaStream_t s) {
+  backward_path(a, false, s);
+}
+
+// Without dropout (the Llama training, and BERT where its attention dropout is off) the
+// mma.sync kernels, which keep the tiles in registers; the WMMA kernels hold dropout's
+// mask.
+void flash_attention_forward(const FlashArgs& a, cudaStream_t s) {
+  if (a.drop.p > 0.0f) {
+    flash_attention_forward_wmma(a, s);
+    return;
+  }
+  check(a);
+  flash_mma_forward(a, s);
+}
+
 void flash_attention_backward(const FlashBackwardArgs& a, cudaStream_t s) {
-  check(a.f);
-  const bool f16 = a.f.dtype == DType::kF16;
-  if (a.f.head_dim == 64)
-    f16 ? backward<__half, 64>(a, s) : backward<__nv_bfloat16, 64>(a, s);
-  else
-    f16 ? backward<__half, 128>(a, s) : backward<__nv_bfloat16, 128>(a, s);
+  backward_path(a, !(a.f.drop.p > 0.0f), s);
 }
 
 }  // namespace gpuvs::models::bert

@@ -1,4 +1,5 @@
 #include "cli/app.h"
+#include "cli/manpage.h"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -110,11 +111,12 @@ std::string one_line(std::string text) {
 }
 
 // The first word of the command line that is neither an option nor the value of a
-// global option taking one (--out DIR, --progress MODE): where the command goes.
+// global option taking one (--out DIR, --progress MODE, --completion SHELL): where the
+// command goes.
 std::optional<std::string> typed_command(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--out" || a == "--progress") {
+    if (a == "--out" || a == "--progress" || a == "--completion") {
       ++i;
       continue;
     }
@@ -143,6 +145,13 @@ int run_cli(int argc, char** argv) {
                  "on a terminal, plain lines otherwise), plain (one line per step with the "
                  "elapsed time, for logs and batch jobs), off")
       ->check(CLI::IsMember({"auto", "plain", "off"}));
+  // The manual page and the completions, from this very definition (cli/manpage.h); the
+  // build writes them and the package installs them, so they are not in --help.
+  bool man = false;
+  std::string completion;
+  app.add_flag("--man", man, "Print the manual page gpuvs.1 (roff) and exit")->group("");
+  app.add_option("--completion", completion, "Print the bash or zsh completion script and exit")
+      ->group("");
   app.fallthrough();  // global flags are accepted after the command name too
   app.require_subcommand(0, 1);
   app.footer(
@@ -183,6 +192,14 @@ int run_cli(int argc, char** argv) {
     }
     fmt::print(stderr, "{}: {} (see {} --help)\n", command, one_line(e.what()), command);
     return static_cast<int>(ExitCode::kUsage);
+  }
+  if (!completion.empty() && completion != "bash" && completion != "zsh") {
+    print_text(stderr, "gpuvs: --completion: '{}' is not bash or zsh\n", completion);
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  if (man || !completion.empty()) {
+    fmt::print("{}", man ? render_man(app, version_number()) : render_completion(app, completion));
+    return static_cast<int>(ExitCode::kOk);
   }
   if (app.get_subcommands().empty()) {
     print_text(stderr, "{}", app.help());

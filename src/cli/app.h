@@ -43,7 +43,8 @@ ProgressMode progress_mode(const GlobalOptions& options);
 std::unique_ptr<Progress> make_progress(const GlobalOptions& options);
 
 Meta make_meta(const std::string& command, const std::vector<std::string>& argv);
-std::string version_line();  // "gpuvs 0.1.0 (git 0123456789ab)"
+std::string version_line();    // "gpuvs 0.1.0 (git 0123456789ab)"
+std::string version_number();  // "0.1.0"
 
 // "<out>/<command>-<UTC stamp>-<host>.json", "...-<host>-rank<R>.json" for one rank of
 // several that each write their own; creates the directory.

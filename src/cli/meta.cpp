@@ -7,6 +7,10 @@
 
 namespace gpuvs::cli {
 
+std::string version_number() {
+  return kVersion;
+}
+
 std::string version_line() {
   return fmt::format("gpuvs {} (git {})", kVersion, kGitSha);
 }

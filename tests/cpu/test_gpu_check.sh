@@ -68,7 +68,7 @@ case $part in
       exit 77
     fi
     run sc shellcheck scripts/gpu-check.sh scripts/models/write_reference.sh \
-      tests/cpu/test_gpu_check.sh
+      tests/cpu/test_gpu_check.sh tests/cpu/test_package.sh examples/slurm/gpuvs-fleet.sbatch
     cat "$tmp/sc.out"
     check "shellcheck finds nothing" rc_is sc 0
     ;;

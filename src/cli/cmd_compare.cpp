@@ -179,6 +179,14 @@ void run_compare(const CompareArgs& args, CliContext& ctx) {
       doc = nlohmann::json::parse(comparison ? render_comparison(*comparison, format)
                                              : render_claims(*judged, format));
     print_text(stdout, "{}\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else if (format == TextFormat::kCsv && comparison && judged) {
+    // One CSV table per stream (a reader such as pandas would take two as one frame):
+    // the claims' verdicts here, the comparison in --out's compare.csv.
+    print_text(stdout, "{}", render_claims(*judged, format));
+    if (ctx.global.out_dir.empty())
+      print_text(stderr,
+                 "gpuvs compare: --format csv prints one table, the claims; --out DIR also "
+                 "writes the comparison as DIR/compare.csv\n");
   } else {
     if (comparison) print_text(stdout, "{}", render_comparison(*comparison, format));
     if (comparison && judged) print_text(stdout, "\n");

@@ -203,6 +203,36 @@ TEST(CliCompare, ClaimsWithARunGiveBothTables) {
   EXPECT_EQ(doc["claims"]["schema"], "gpuvs.claims/1");
 }
 
+// CSV is one table per stream: with a comparison and claims, stdout carries the claims
+// alone (every row the claims' columns), stderr says where the comparison goes, and
+// --out writes both, one file each.
+TEST(CliCompare, CsvWithClaimsIsOneTable) {
+  const Outcome o = run_gpuvs("compare " + kRun + " --claims " + kClaims + " --format csv");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out.find("\n\n"), std::string::npos) << "two tables in one stream:\n" << o.out;
+  std::istringstream lines(o.out);
+  std::string header, line;
+  std::getline(lines, header);
+  const auto fields = [](const std::string& l) {
+    size_t n = 1;
+    bool quoted = false;
+    for (char c : l) {
+      if (c == '"') quoted = !quoted;
+      n += !quoted && c == ',';
+    }
+    return n;
+  };
+  size_t rows = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(fields(line), fields(header)) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 14u) << "one row per claim of the article's file";
+  EXPECT_NE(o.err.find("compare.csv"), std::string::npos) << o.err;
+  const Outcome claims_only = run_gpuvs("compare --claims " + kClaims + " --format csv");
+  EXPECT_EQ(claims_only.out.substr(0, claims_only.out.find('\n')), header);
+}
+
 TEST(CliCompare, MalformedClaimsFileIsOneLine) {
   const auto bad = temp_file("claims.csv", "gpu,metric,value,unit\nH200,fp16,lots,TFLOPS\n");
   expect_one_line_usage_error(run_gpuvs("compare --claims " + bad.string()), bad.string() + ":2:");

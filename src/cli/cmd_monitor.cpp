@@ -1,8 +1,9 @@
 // `gpuvs monitor [options] -- CMD ARGS...`: samples every GPU while CMD runs (SM,
 // tensor and memory activity, power, clocks: how busy a job keeps the GPU), then
 // prints a summary, writes the timeline and exits with CMD's exit code
-// (docs/monitor.md). CMD owns stdout: gpuvs writes to stderr, except the summary JSON
-// that --json puts on stdout after CMD has finished. The timeline and the Prometheus
+// (docs/monitor.md). CMD owns stdout: gpuvs writes to stderr; with --json stdout is
+// gpuvs's summary JSON alone, written after CMD has finished, and CMD's stdout goes to
+// stderr. The timeline and the Prometheus
 // file are written with write_file_atomically (core/atomic_file.h): node_exporter's
 // textfile collector never reads half a file.
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "cli/options.h"
 #include "cli/session.h"
 #include "core/atomic_file.h"
+#include "core/host.h"
 #include "core/text.h"
 #include "monitor/child.h"
 #include "monitor/sampler.h"
@@ -108,7 +110,8 @@ std::string signal_name(int sig) {
 }
 
 struct MonitorRun {
-  std::vector<std::string> names;  // per GPU index
+  std::vector<std::string> names;   // per GPU index
+  monitor::MonitorContext context;  // host, start, the GPUs' UUIDs and bus ids
   std::vector<std::string> notes;
   std::vector<monitor::GpuSample> timeline;
   monitor::ChildResult child;
@@ -124,9 +127,17 @@ nlohmann::ordered_json timeline_document(const MonitorArgs& args, const MonitorR
   doc["exit_code"] = run.child.exit_code;
   if (run.child.signal) doc["signal"] = *run.child.signal;
   doc["interval_ms"] = args.interval_ms;
+  doc["host"] = run.context.host;
+  doc["started_at"] = monitor::iso8601_utc(run.context.start_unix_s);
+  doc["start_unix_s"] = run.context.start_unix_s;
   nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < run.names.size(); ++i)
-    gpus.push_back({{"gpu", static_cast<int>(i)}, {"name", run.names[i]}});
+  for (size_t i = 0; i < run.context.gpus.size(); ++i) {
+    const monitor::GpuIdentity& id = run.context.gpus[i];
+    gpus.push_back({{"gpu", static_cast<int>(i)},
+                    {"name", id.name},
+                    {"uuid", id.uuid},
+                    {"pci_bus_id", id.pci_bus_id}});
+  }
   doc["gpus"] = gpus;
   doc["notes"] = run.notes;
   doc["summary"] = monitor::summary_json(summaries);
@@ -140,8 +151,11 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
 
   std::unique_ptr<monitor::Source> source = monitor::make_nvml_source();
   MonitorRun run;
-  for (int i = 0; i < source->gpu_count(); ++i)
+  for (int i = 0; i < source->gpu_count(); ++i) {
     run.names.push_back(source->gpu_name(i));
+    run.context.gpus.push_back(source->identity(i));
+  }
+  run.context.host = host_name();
   run.notes = source->notes();
 
   monitor::SamplerOptions options;
@@ -149,7 +163,7 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
   if (!prom_path.empty())
     options.on_round = [&](const std::vector<monitor::GpuSample>& round) {
       // Rewritten every round: atomic for the collector, not fsynced each time.
-      write_file_atomically(prom_path, monitor::prometheus_text(round, run.names), {},
+      write_file_atomically(prom_path, monitor::prometheus_text(round, run.context), {},
                             Sync::kAtomicOnly);
     };
   monitor::Sampler sampler(*source, options);
@@ -162,6 +176,10 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
     if (run.names.empty())
       say("nothing can be sampled; CMD runs unwatched and the timeline will be empty");
   };
+  // With --json stdout is gpuvs's document alone: CMD writes to stderr instead.
+  child_options.stdout_to_stderr = global.json;
+  run.context.start_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   sampler.start();
   run.child = monitor::run_child(args.command, child_options);
   sampler.stop();
@@ -179,8 +197,8 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
 
   const std::vector<monitor::GpuSummary> summaries = monitor::summarize(run.timeline, run.names);
   const nlohmann::ordered_json doc = timeline_document(args, run, summaries);
-  write_file_atomically(out_path,
-                        args.csv ? monitor::timeline_csv(run.timeline) : doc.dump(1) + "\n");
+  write_file_atomically(
+      out_path, args.csv ? monitor::timeline_csv(run.timeline, &run.context) : doc.dump(1) + "\n");
   if (!prom_path.empty() && run.names.empty()) write_file_atomically(prom_path, "");
 
   if (global.json) {
@@ -189,6 +207,8 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
     out["exit_code"] = run.child.exit_code;
     if (run.child.signal) out["signal"] = *run.child.signal;
     out["timeline"] = out_path.string();
+    out["host"] = doc["host"];
+    out["started_at"] = doc["started_at"];
     if (!prom_path.empty()) out["prometheus"] = prom_path.string();
     out["gpus"] = doc["gpus"];
     out["notes"] = run.notes;

@@ -161,8 +161,13 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildOptions& 
   ::posix_spawnattr_setsigdefault(attr.get(), &defaults);
   ::posix_spawnattr_setflags(attr.get(), POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  if (options.stdout_to_stderr)
+    ::posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   pid_t pid = -1;
-  const int err = ::posix_spawnp(&pid, args[0], nullptr, attr.get(), args.data(), environ);
+  const int err = ::posix_spawnp(&pid, args[0], &actions, attr.get(), args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
   if (err != 0) return not_started(argv[0], err);
 
   g_child.store(pid);

@@ -36,6 +36,8 @@ struct ChildResult {
 struct ChildOptions {
   // Called in the parent right after CMD started (e.g. to say "running pid N").
   std::function<void(pid_t)> on_started;
+  // CMD's stdout goes to gpuvs's stderr (`monitor --json`: stdout is gpuvs's JSON alone).
+  bool stdout_to_stderr = false;
 };
 
 // Runs argv[0] with arguments argv[1..] and waits for it. Never throws for a

@@ -132,6 +132,14 @@ std::string NvmlSource::gpu_name(int gpu) const {
   return gpus_[static_cast<size_t>(gpu)].name;
 }
 
+GpuIdentity NvmlSource::identity(int gpu) const {
+  if (gpu < 0 || gpu >= gpu_count()) return {};
+  const Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  GpuIdentity id{g.name, g.device.uuid().value_or(""), ""};
+  if (const auto pci = g.device.pci_info()) id.pci_bus_id = pci->bus_id;
+  return id;
+}
+
 bool NvmlSource::gpm_active(int gpu) const {
   return gpu >= 0 && gpu < gpu_count() && gpus_[static_cast<size_t>(gpu)].gpm;
 }

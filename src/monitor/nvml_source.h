@@ -41,6 +41,7 @@ class NvmlSource : public Source {
 
   int gpu_count() const override { return static_cast<int>(gpus_.size()); }
   std::string gpu_name(int gpu) const override;
+  GpuIdentity identity(int gpu) const override;
   GpuSample sample(int gpu, double t_s) override;
   std::vector<std::string> notes() const override;
 

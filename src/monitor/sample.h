@@ -38,6 +38,14 @@ struct GpuSample {
   bool operator==(const GpuSample&) const = default;
 };
 
+// Which GPU a source's index is, as a fleet's logs name it ("" where unknown).
+struct GpuIdentity {
+  std::string name;
+  std::string uuid;        // NVML's "GPU-xxxxxxxx-..."
+  std::string pci_bus_id;  // NVML's "00000000:19:00.0"
+  bool operator==(const GpuIdentity&) const = default;
+};
+
 // Where samples come from: NVML on a real machine (monitor/nvml_source.h), a fake in
 // tests. sample() is called from the sampler thread only.
 class Source {
@@ -45,6 +53,9 @@ class Source {
   virtual ~Source() = default;
   virtual int gpu_count() const = 0;
   virtual std::string gpu_name(int gpu) const = 0;
+  // The name, UUID and PCI bus id of GPU `gpu`; a source that knows only the name
+  // answers that.
+  virtual GpuIdentity identity(int gpu) const { return {gpu_name(gpu), "", ""}; }
   virtual GpuSample sample(int gpu, double t_s) = 0;
   // Things to say once (e.g. "GPM not supported on GPU 1 (NVIDIA A100): SM and tensor
   // activity unavailable, NVML utilization only"); the caller prints each once.

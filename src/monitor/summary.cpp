@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <ctime>
 #include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "core/stats.h"
@@ -108,7 +110,10 @@ const PromMetric kPromMetrics[] = {
                "GPM: NVLink traffic sent on all links over the last interval.", 1,
                nvlink_tx_bytes_per_s),
     GPUVS_PROM("gpuvs_gpu_power_watts", "Board power draw.", 1, power_w),
-    GPUVS_PROM("gpuvs_gpu_energy_joules", "Energy used since the monitor started.", 1, energy_j),
+    GPUVS_PROM("gpuvs_gpu_energy_joules_total",
+               "Energy used since the monitor started (a counter: it starts again at 0 when a "
+               "new monitor starts, which rate() and increase() take as a reset).",
+               1, energy_j),
     GPUVS_PROM("gpuvs_gpu_sm_clock_hertz", "SM clock.", 1e6, sm_mhz),
     GPUVS_PROM("gpuvs_gpu_memory_clock_hertz", "Memory clock.", 1e6, mem_mhz),
     GPUVS_PROM("gpuvs_gpu_temperature_celsius", "GPU core temperature.", 1, temperature_c),
@@ -285,16 +290,18 @@ std::string prometheus_escape_label(const std::string& value) {
   return out;
 }
 
-std::string prometheus_text(const std::vector<GpuSample>& latest,
-                            const std::vector<std::string>& names) {
+std::string prometheus_text(const std::vector<GpuSample>& latest, const MonitorContext& context) {
   std::vector<GpuSample> samples = latest;
   std::stable_sort(samples.begin(), samples.end(),
                    [](const GpuSample& a, const GpuSample& b) { return a.gpu < b.gpu; });
   auto labels = [&](const GpuSample& s) {
-    const std::string name = s.gpu >= 0 && static_cast<size_t>(s.gpu) < names.size()
-                                 ? names[static_cast<size_t>(s.gpu)]
-                                 : "";
-    return fmt::format("gpu=\"{}\",name=\"{}\"", s.gpu, prometheus_escape_label(name));
+    const GpuIdentity id = s.gpu >= 0 && static_cast<size_t>(s.gpu) < context.gpus.size()
+                               ? context.gpus[static_cast<size_t>(s.gpu)]
+                               : GpuIdentity{};
+    return fmt::format("gpu=\"{}\",name=\"{}\",uuid=\"{}\",pci_bus_id=\"{}\",host=\"{}\"", s.gpu,
+                       prometheus_escape_label(id.name), prometheus_escape_label(id.uuid),
+                       prometheus_escape_label(id.pci_bus_id),
+                       prometheus_escape_label(context.host));
   };
   std::string out;
   for (const PromMetric& m : kPromMetrics) {
@@ -303,8 +310,19 @@ std::string prometheus_text(const std::vector<GpuSample>& latest,
       if (std::optional<double> v = m.get(s))
         lines += fmt::format("{}{{{}}} {}\n", m.name, labels(s), number(*v * m.scale));
     if (lines.empty()) continue;
-    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", m.name, m.help, m.name);
+    const bool counter = std::string_view(m.name).ends_with("_total");
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name,
+                       counter ? "counter" : "gauge");
     out += lines;
+  }
+  if (!samples.empty() && context.start_unix_s > 0) {
+    out +=
+        "# HELP gpuvs_monitor_start_time_seconds When the monitor started, in seconds since "
+        "the Unix epoch (sample times are relative to it).\n"
+        "# TYPE gpuvs_monitor_start_time_seconds gauge\n";
+    for (const GpuSample& s : samples)
+      out += fmt::format("gpuvs_monitor_start_time_seconds{{{}}} {:.3f}\n", labels(s),
+                         context.start_unix_s);
   }
   std::string reasons;
   for (const GpuSample& s : samples)
@@ -335,17 +353,43 @@ std::string join_reasons(const std::vector<std::string>& reasons) {
 
 }  // namespace
 
-std::string timeline_csv(const std::vector<GpuSample>& timeline) {
+std::string iso8601_utc(double unix_s) {
+  const auto whole = static_cast<std::time_t>(std::floor(unix_s));
+  int ms = static_cast<int>(std::lround((unix_s - double(whole)) * 1000));
+  std::time_t t = whole;
+  if (ms == 1000) {
+    ++t;
+    ms = 0;
+  }
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+std::string timeline_csv(const std::vector<GpuSample>& timeline, const MonitorContext* context) {
   std::vector<CsvCell> header = {"gpu", "t_s"};
   for (const Field& f : kFields)
     header.emplace_back(f.key);
   header.emplace_back("throttle_reasons");
+  if (context)
+    for (const char* c : {"host", "uuid", "pci_bus_id", "time_utc"})
+      header.emplace_back(c);
   std::string out = csv_line(header);
   for (const GpuSample& s : timeline) {
     std::vector<CsvCell> row = {CsvCell::integer(s.gpu), CsvCell::number(s.t_s)};
     for (const Field& f : kFields)
       row.push_back(CsvCell::number(f.get(s)));
     row.emplace_back(join_reasons(s.throttle_reasons));
+    if (context) {
+      const GpuIdentity id = s.gpu >= 0 && static_cast<size_t>(s.gpu) < context->gpus.size()
+                                 ? context->gpus[static_cast<size_t>(s.gpu)]
+                                 : GpuIdentity{};
+      row.emplace_back(context->host);
+      row.emplace_back(id.uuid);
+      row.emplace_back(id.pci_bus_id);
+      row.emplace_back(iso8601_utc(context->start_unix_s + s.t_s));
+    }
     out += csv_line(row);
   }
   return out;

@@ -13,9 +13,10 @@
 //  - "throttled" means a reason other than gpu_idle (an idle GPU lowers its clocks by
 //    design); the per-reason seconds include every reason, gpu_idle too.
 //
-// Prometheus metrics (text exposition format 0.0.4, all gauges, one line per GPU,
-// labels gpu="<NVML index>" and name="<product name>"; a GPU without the value has
-// no line, and a metric no GPU has is left out with its HELP and TYPE):
+// Prometheus metrics (text exposition format 0.0.4, gauges but for the energy counter,
+// one line per GPU, labels gpu="<NVML index>", name="<product name>", uuid, pci_bus_id
+// and host; a GPU without the value has no line, and a metric no GPU has is left out
+// with its HELP and TYPE):
 //   gpuvs_gpu_utilization_percent                NVML GPU utilization: share of time some kernel
 //   ran gpuvs_gpu_memory_utilization_percent         NVML memory utilization: share of time device
 //   memory was read or written gpuvs_gpu_sm_utilization_percent             GPM: share of SMs busy
@@ -30,7 +31,7 @@
 //   gpuvs_gpu_nvlink_rx_bytes_per_second         GPM: NVLink traffic received, all links
 //   gpuvs_gpu_nvlink_tx_bytes_per_second         GPM: NVLink traffic sent, all links
 //   gpuvs_gpu_power_watts                        board power draw
-//   gpuvs_gpu_energy_joules                      energy used since the monitor started
+//   gpuvs_gpu_energy_joules_total                energy used since the monitor started (counter)
 //   gpuvs_gpu_sm_clock_hertz                     SM clock
 //   gpuvs_gpu_memory_clock_hertz                 memory clock
 //   gpuvs_gpu_temperature_celsius                GPU core temperature
@@ -94,15 +95,30 @@ std::vector<GpuSample> slice(const std::vector<GpuSample>& timeline, double t_be
 // "-" for absent values. Ends with a newline; empty input gives "no samples\n".
 std::string render_summary_text(const std::vector<GpuSummary>& summaries);
 
-// The Prometheus text exposition of `latest` (one sample per GPU; names[gpu] is the
-// name label, "" when missing). Ends with a newline unless empty.
-std::string prometheus_text(const std::vector<GpuSample>& latest,
-                            const std::vector<std::string>& names);
+// Where a timeline was taken, for joining it with other logs of a fleet: the host, the
+// wall-clock start (seconds since the Unix epoch; sample times t_s are relative to
+// it), and per GPU index its name, NVML UUID and PCI bus id ("" where unknown).
+struct MonitorContext {
+  std::string host;
+  double start_unix_s = 0;
+  std::vector<GpuIdentity> gpus;
+};
+
+// The Prometheus text exposition of `latest` (one sample per GPU), each line labelled
+// gpu, name, uuid, pci_bus_id and host (from `context`, "" when missing), then
+// gpuvs_monitor_start_time_seconds when the start is known. Ends with a newline unless
+// empty.
+std::string prometheus_text(const std::vector<GpuSample>& latest, const MonitorContext& context);
 
 // Escapes a Prometheus label value: backslash, double quote and newline.
 std::string prometheus_escape_label(const std::string& value);
 
-std::string timeline_csv(const std::vector<GpuSample>& timeline);
+// With a context, four more columns after throttle_reasons: host, uuid, pci_bus_id and
+// time_utc (the sample's wall-clock time, ISO 8601 with milliseconds).
+std::string timeline_csv(const std::vector<GpuSample>& timeline,
+                         const MonitorContext* context = nullptr);
+// "2026-12-02T14:55:01.123Z" for seconds since the Unix epoch.
+std::string iso8601_utc(double unix_s);
 nlohmann::ordered_json timeline_json(const std::vector<GpuSample>& timeline);
 nlohmann::ordered_json summary_json(const std::vector<GpuSummary>& summaries);
 

@@ -122,6 +122,15 @@ TEST_F(CliMonitor, TimelineJsonIsWritten) {
   EXPECT_EQ(doc.at("command"), nlohmann::json::array({"sleep", "0.1"}));
   EXPECT_TRUE(doc.at("samples").is_array());
   EXPECT_EQ(doc.at("samples").size() == 0, doc.at("gpus").empty());
+  // Joinable with a fleet's other logs: host and wall-clock start; each GPU's UUID and
+  // PCI bus id beside its name.
+  EXPECT_FALSE(doc.at("host").get<std::string>().empty());
+  EXPECT_GT(doc.at("start_unix_s").get<double>(), 1.7e9);
+  EXPECT_EQ(doc.at("started_at").get<std::string>().back(), 'Z');
+  for (const auto& g : doc.at("gpus")) {
+    EXPECT_TRUE(g.contains("uuid")) << g;
+    EXPECT_TRUE(g.contains("pci_bus_id")) << g;
+  }
 }
 
 TEST_F(CliMonitor, DefaultTimelineGoesToTheOutDirectory) {
@@ -141,6 +150,8 @@ TEST_F(CliMonitor, TimelineCsvHasHeader) {
   ASSERT_EQ(monitor("--csv --out " + file.string() + " -- true").code, 0);
   const std::string csv = read(file);
   EXPECT_EQ(csv.rfind("gpu,t_s,", 0), 0u) << csv;
+  EXPECT_NE(csv.find(",throttle_reasons,host,uuid,pci_bus_id,time_utc\n"), std::string::npos)
+      << csv;
 }
 
 TEST_F(CliMonitor, PrometheusFileExistsAfterwards) {
@@ -156,15 +167,19 @@ TEST_F(CliMonitor, PrometheusFileExistsAfterwards) {
   }
 }
 
-TEST_F(CliMonitor, JsonSummaryFollowsTheCommandsOutput) {
+// With --json, stdout is one JSON document: CMD's own output goes to stderr.
+TEST_F(CliMonitor, JsonIsAloneOnStdoutAndTheCommandsOutputGoesToStderr) {
   SKIP_WITHOUT_CUDA();
   const CliOutcome o = run_gpuvs("--json --out " + dir_.string() + " monitor -- echo first");
   ASSERT_EQ(o.code, 0) << o.err;
-  ASSERT_EQ(o.out.rfind("first\n", 0), 0u) << o.out;
-  const nlohmann::json j = nlohmann::json::parse(o.out.substr(6));
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(o.out.rfind("{", 0), 0u) << o.out;  // nothing of CMD's before the document
+  EXPECT_NE(o.err.find("first\n"), std::string::npos) << o.err;
   EXPECT_EQ(j.at("exit_code"), 0);
   EXPECT_TRUE(fs::exists(j.at("timeline").get<std::string>()));
   EXPECT_TRUE(j.at("summary").is_array());
+  EXPECT_FALSE(j.at("host").get<std::string>().empty());
+  EXPECT_EQ(j.at("started_at").get<std::string>().size(), 24u) << j.at("started_at");
 }
 
 TEST_F(CliMonitor, WithoutAGpuSaysOnceThatNothingCanBeSampled) {

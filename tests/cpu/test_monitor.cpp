@@ -297,35 +297,74 @@ TEST(MonitorPrometheus, ExactTextForASmallCase) {
   GpuSample a = at(0, 1.5);
   a.sm_util_pct = 97.5;
   a.power_w = 650;
+  a.energy_j = 1234.5;
   a.sm_mhz = 1980;
   a.throttle_reasons = {"sw_power_cap"};
   GpuSample b = at(1, 1.5);
   b.power_w = 80.25;
-  const std::string text =
-      gpuvs::monitor::prometheus_text({b, a}, {"NVIDIA H200", "Odd \"name\" \\ x\ny"});
+  gpuvs::monitor::MonitorContext context;
+  context.host = "node07";
+  context.start_unix_s = 1764687301.25;
+  context.gpus = {{"NVIDIA H200", "GPU-aaaa", "00000000:19:00.0"},
+                  {"Odd \"name\" \\ x\ny", "", ""}};
+  const std::string text = gpuvs::monitor::prometheus_text({b, a}, context);
+  const std::string l0 =
+      "{gpu=\"0\",name=\"NVIDIA H200\",uuid=\"GPU-aaaa\",pci_bus_id=\"00000000:19:00.0\","
+      "host=\"node07\"}";
+  const std::string l1 =
+      "{gpu=\"1\",name=\"Odd \\\"name\\\" \\\\ x\\ny\",uuid=\"\",pci_bus_id=\"\",host=\"node07\"}";
   const std::string expected =
       "# HELP gpuvs_gpu_sm_utilization_percent GPM: percent of SMs busy over the last "
       "interval.\n"
       "# TYPE gpuvs_gpu_sm_utilization_percent gauge\n"
-      "gpuvs_gpu_sm_utilization_percent{gpu=\"0\",name=\"NVIDIA H200\"} 97.5\n"
+      "gpuvs_gpu_sm_utilization_percent" +
+      l0 +
+      " 97.5\n"
       "# HELP gpuvs_gpu_power_watts Board power draw.\n"
       "# TYPE gpuvs_gpu_power_watts gauge\n"
-      "gpuvs_gpu_power_watts{gpu=\"0\",name=\"NVIDIA H200\"} 650\n"
-      "gpuvs_gpu_power_watts{gpu=\"1\",name=\"Odd \\\"name\\\" \\\\ x\\ny\"} 80.25\n"
+      "gpuvs_gpu_power_watts" +
+      l0 +
+      " 650\n"
+      "gpuvs_gpu_power_watts" +
+      l1 +
+      " 80.25\n"
+      "# HELP gpuvs_gpu_energy_joules_total Energy used since the monitor started (a counter: "
+      "it starts again at 0 when a new monitor starts, which rate() and increase() take as a "
+      "reset).\n"
+      "# TYPE gpuvs_gpu_energy_joules_total counter\n"
+      "gpuvs_gpu_energy_joules_total" +
+      l0 +
+      " 1234.5\n"
       "# HELP gpuvs_gpu_sm_clock_hertz SM clock.\n"
       "# TYPE gpuvs_gpu_sm_clock_hertz gauge\n"
-      "gpuvs_gpu_sm_clock_hertz{gpu=\"0\",name=\"NVIDIA H200\"} 1980000000\n"
+      "gpuvs_gpu_sm_clock_hertz" +
+      l0 +
+      " 1980000000\n"
       "# HELP gpuvs_monitor_sample_time_seconds When the sample was taken, in seconds since "
       "the monitor started.\n"
       "# TYPE gpuvs_monitor_sample_time_seconds gauge\n"
-      "gpuvs_monitor_sample_time_seconds{gpu=\"0\",name=\"NVIDIA H200\"} 1.5\n"
-      "gpuvs_monitor_sample_time_seconds{gpu=\"1\",name=\"Odd \\\"name\\\" \\\\ x\\ny\"} 1.5\n"
+      "gpuvs_monitor_sample_time_seconds" +
+      l0 +
+      " 1.5\n"
+      "gpuvs_monitor_sample_time_seconds" +
+      l1 +
+      " 1.5\n"
+      "# HELP gpuvs_monitor_start_time_seconds When the monitor started, in seconds since the "
+      "Unix epoch (sample times are relative to it).\n"
+      "# TYPE gpuvs_monitor_start_time_seconds gauge\n"
+      "gpuvs_monitor_start_time_seconds" +
+      l0 +
+      " 1764687301.250\n"
+      "gpuvs_monitor_start_time_seconds" +
+      l1 +
+      " 1764687301.250\n"
       "# HELP gpuvs_gpu_clock_event_reason 1 for each clock-event (throttle) reason active "
       "now.\n"
       "# TYPE gpuvs_gpu_clock_event_reason gauge\n"
-      "gpuvs_gpu_clock_event_reason{gpu=\"0\",name=\"NVIDIA H200\",reason=\"sw_power_cap\"} 1\n";
+      "gpuvs_gpu_clock_event_reason" +
+      l0.substr(0, l0.size() - 1) + ",reason=\"sw_power_cap\"} 1\n";
   EXPECT_EQ(text, expected);
-  EXPECT_EQ(gpuvs::monitor::prometheus_text({}, {}), "");
+  EXPECT_EQ(gpuvs::monitor::prometheus_text({}, context), "");
 }
 
 TEST(MonitorPrometheus, LabelEscaping) {
@@ -350,6 +389,29 @@ TEST(MonitorTimeline, CsvHeaderAndEmptyCells) {
                                "1,0.1,,,,,,,,,,,,,,,,,,,\n";
   EXPECT_EQ(csv, expected);
   EXPECT_EQ(gpuvs::monitor::timeline_csv({}), header);
+}
+
+// With the context, the rows say which host and GPU (UUID, PCI bus id) and when, in
+// wall-clock time: a fleet's timelines join with other logs.
+TEST(MonitorTimeline, CsvWithContextNamesHostGpuAndTime) {
+  GpuSample a = at(0, 0.5);
+  a.power_w = 600;
+  gpuvs::monitor::MonitorContext context;
+  context.host = "node07";
+  context.start_unix_s = 1764687301.25;  // 2025-12-02T14:55:01.250Z
+  context.gpus = {{"NVIDIA H200", "GPU-aaaa", "00000000:19:00.0"}};
+  const std::string csv = gpuvs::monitor::timeline_csv({a, at(1, 0.5)}, &context);
+  const std::string header_end = "throttle_reasons,host,uuid,pci_bus_id,time_utc\n";
+  const size_t eol = csv.find('\n');
+  ASSERT_NE(eol, std::string::npos);
+  EXPECT_EQ(csv.substr(eol + 1 - header_end.size(), header_end.size()), header_end);
+  EXPECT_NE(csv.find(",600,,,,,,node07,GPU-aaaa,00000000:19:00.0,2025-12-02T14:55:01.750Z\n"),
+            std::string::npos)
+      << csv;
+  // A GPU the context does not know: empty UUID and bus id, the host and time still.
+  EXPECT_NE(csv.find(",node07,,,2025-12-02T14:55:01.750Z\n"), std::string::npos) << csv;
+  EXPECT_EQ(gpuvs::monitor::iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(gpuvs::monitor::iso8601_utc(1.9996), "1970-01-01T00:00:02.000Z");
 }
 
 TEST(MonitorTimeline, JsonOmitsAbsentValues) {

@@ -38,8 +38,14 @@ TEST(MonitorNvmlSource, FactoryNeverThrows) {
     ASSERT_FALSE(source->notes().empty());
     EXPECT_NE(source->notes()[0].find("NVML unavailable"), std::string::npos);
   } else {
-    for (int g = 0; g < source->gpu_count(); ++g)
+    for (int g = 0; g < source->gpu_count(); ++g) {
       EXPECT_FALSE(source->gpu_name(g).empty());
+      // The identity a fleet's logs join on: NVML's UUID and PCI bus id.
+      const gpuvs::monitor::GpuIdentity id = source->identity(g);
+      EXPECT_EQ(id.name, source->gpu_name(g));
+      EXPECT_EQ(id.uuid.rfind("GPU-", 0), 0u) << id.uuid;
+      EXPECT_NE(id.pci_bus_id.find(':'), std::string::npos) << id.pci_bus_id;
+    }
   }
 }
 

@@ -1,5 +1,4 @@
 #include "cli/app.h"
-#include "cli/manpage.h"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -13,11 +12,13 @@
 #include <sstream>
 #include <string_view>
 
+#include "cli/manpage.h"
 #include "cli/options.h"
 #include "core/host.h"
 #include "core/suggest.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "report/table.h"
 
 namespace gpuvs::cli {
 
@@ -126,6 +127,23 @@ std::optional<std::string> typed_command(int argc, char** argv) {
   return std::nullopt;
 }
 
+// The width tables fit: none unless stdout is a terminal and --wide is not given
+// (before a "--", whose words are another command's); then $COLUMNS where it is a
+// number, else the terminal's own width (TIOCGWINSZ). Known before the commands run,
+// which CLI11 does while it parses, hence read from argv here.
+size_t terminal_table_width(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--wide") return 0;
+  }
+  if (!isatty(fileno(stdout))) return 0;
+  if (const char* c = std::getenv("COLUMNS"))
+    if (const int n = std::atoi(c); n > 0) return static_cast<size_t>(n);
+  if (winsize w{}; ioctl(fileno(stdout), TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -152,6 +170,11 @@ int run_cli(int argc, char** argv) {
   app.add_flag("--man", man, "Print the manual page gpuvs.1 (roff) and exit")->group("");
   app.add_option("--completion", completion, "Print the bash or zsh completion script and exit")
       ->group("");
+  bool wide = false;
+  app.add_flag("--wide", wide,
+               "Tables at their full width on a terminal too (by default they fit its width: "
+               "long cells wrap)");
+  set_table_width(terminal_table_width(argc, argv));
   app.fallthrough();  // global flags are accepted after the command name too
   app.require_subcommand(0, 1);
   app.footer(

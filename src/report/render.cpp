@@ -291,7 +291,8 @@ std::string render_headline(const Comparison& c, TextFormat format) {
       TextTable t(header, {A::kLeft, A::kRight, A::kRight, A::kLeft});
       for (auto& r : rows)
         t.add_row(std::move(r));
-      out += one_line(title) + "\n" + one_line(p.summary) + "\n" + t.render() + "\n";
+      out += fit_text(one_line(title), "", "") + fit_text(one_line(p.summary), "", "") +
+             t.render() + "\n";
     }
   }
   return out;
@@ -360,9 +361,9 @@ std::string render_comparison(const Comparison& c, TextFormat format) {
     t.add_row(row);
   std::string out = render_headline(c, format);
   out += t.rows() ? t.render() : "no figures to compare\n";
-  out += fmt::format("{}\n", kLegend);
+  out += fit_text(kLegend, "", "");
   for (const std::string& n : g.notes)
-    out += "  " + one_line(n) + "\n";
+    out += fit_text(one_line(n), "  ", "    ");
   return out;
 }
 

@@ -8,6 +8,8 @@
 
 namespace gpuvs {
 
+size_t table_width();  // below
+
 class TextTable {
  public:
   enum class Align { kLeft, kRight };
@@ -15,7 +17,14 @@ class TextTable {
   explicit TextTable(std::vector<std::string> header, std::vector<Align> align = {});
   void add_row(std::vector<std::string> cells);
   size_t rows() const { return rows_.size(); }
-  std::string render() const;  // header, a rule, rows; each line ends in '\n'
+  // Header, a rule, rows; each line ends in '\n'. With `max_width` > 0 (default: the
+  // process's table width, set_table_width) a table wider than that narrows its widest
+  // columns, never below kMinColumnWidth, and wraps their cells (the header's too)
+  // onto continuation lines (at spaces where it can): every line then fits, unless even
+  // the narrowest columns do not.
+  std::string render() const { return render(table_width()); }
+  std::string render(size_t max_width) const;
+  static constexpr size_t kMinColumnWidth = 12;
 
  private:
   std::vector<std::string> header_;
@@ -25,5 +34,17 @@ class TextTable {
 
 // Number of terminal columns a UTF-8 string takes (code points; no wide glyphs used).
 size_t display_width(const std::string& s);
+
+// A paragraph as lines of at most `width` display columns (default: the table width;
+// 0: one line), cut at spaces where it can, the first line after `first`, the others
+// after `rest`; every line ends in '\n'.
+std::string fit_text(const std::string& text, const std::string& first, const std::string& rest,
+                     size_t width = table_width());
+
+// The width every TextTable fits by default: 0 (no limit) unless the command line set
+// it, which it does for a terminal (cli/app.cpp: $COLUMNS or the terminal's size, not
+// with --wide, never when stdout is a pipe or a file).
+void set_table_width(size_t columns);
+size_t table_width();
 
 }  // namespace gpuvs

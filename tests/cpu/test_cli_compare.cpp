@@ -8,8 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -292,6 +294,45 @@ TEST(CliCompare, OutRefusesASymbolicLinkAndLeavesItsTarget) {
   EXPECT_EQ(names,
             (std::set<std::string>{"compare.csv", "compare.html", "compare.json", "compare.md"}));
   fs::remove_all(dir);
+}
+
+// On a terminal the tables fit its width ($COLUMNS here: `script` gives gpuvs a
+// pseudo-terminal); --wide keeps the full width; a pipe gets the full width whatever
+// $COLUMNS says.
+TEST(CliCompare, OnATerminalTablesFitItsWidth) {
+  if (std::system("command -v script > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "script (util-linux) is not installed";
+  const auto widest = [](const std::string& text) {
+    size_t w = 0, line = 0;
+    for (unsigned char c : text) {
+      if (c == '\n') {
+        w = std::max(w, line);
+        line = 0;
+      } else if (c != '\r' && (c & 0xC0) != 0x80) {
+        ++line;
+      }
+    }
+    return std::max(w, line);
+  };
+  const auto on_terminal = [](const std::string& args) {
+    const std::string inner = std::string(GPUVS_BIN) + " " + args;
+    FILE* p = ::popen(("COLUMNS=90 script -qec '" + inner + "' /dev/null").c_str(), "r");
+    std::string out;
+    if (!p) return out;
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+      out.append(buf.data(), n);
+    ::pclose(p);
+    return out;
+  };
+  const std::string fitted = on_terminal("compare H200-SXM A100-SXM4-80GB");
+  ASSERT_NE(fitted.find("Memory bandwidth"), std::string::npos) << fitted;
+  EXPECT_LE(widest(fitted), 90u) << fitted;
+  const std::string wide = on_terminal("--wide compare H200-SXM A100-SXM4-80GB");
+  EXPECT_GT(widest(wide), 90u);
+  const Outcome piped = run_gpuvs("compare H200-SXM A100-SXM4-80GB");
+  EXPECT_GT(widest(piped.out), 90u) << "no width logic when stdout is not a terminal";
 }
 
 }  // namespace

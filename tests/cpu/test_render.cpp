@@ -279,5 +279,50 @@ TEST(Render, TableCellsStayOnOneLine) {
             "\\x1b[2Jx       -2\n");
 }
 
+// A table wider than the width it must fit narrows its widest columns and wraps their
+// cells at spaces onto continuation lines; every line fits and every word is kept.
+TEST(Render, TableFitsAWidthByWrappingItsWidestCells) {
+  TextTable t({"metric", "value", "note"},
+              {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kLeft});
+  t.add_row({"Memory bandwidth", "4.80 TB/s",
+             "the datasheet's figure, which the run did not measure on this GPU at all"});
+  t.add_row({"FP8", "1979 TFLOP/s", "dense"});
+  const std::string wide = t.render(0);
+  EXPECT_EQ(wide, t.render(1000)) << "a table that fits is left as it is";
+  const std::string narrow = t.render(60);
+  std::istringstream lines(narrow);
+  std::string line, words;
+  size_t count = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(display_width(line), 60u) << line;
+    ++count;
+  }
+  EXPECT_GT(count, 4u) << narrow;  // the note took several lines
+  for (const char* w : {"datasheet's", "measure", "GPU", "all", "dense", "1979 TFLOP/s"})
+    EXPECT_NE(narrow.find(w), std::string::npos) << w << " lost:\n" << narrow;
+  EXPECT_EQ(narrow.rfind("metric", 0), 0u);
+  // Never narrower than kMinColumnWidth: a width that cannot be met is exceeded, not
+  // turned into one-letter columns.
+  const std::string tiny = t.render(10);
+  std::istringstream tl(tiny);
+  while (std::getline(tl, line))
+    EXPECT_LE(display_width(line), 3 * TextTable::kMinColumnWidth + 4) << line;
+  // A word longer than its column is cut.
+  TextTable one({"x"});
+  one.add_row({std::string(30, 'a')});
+  EXPECT_EQ(one.render(12), "x\n" + std::string(12, '-') + "\n" + std::string(12, 'a') + "\n" +
+                                std::string(12, 'a') + "\n" + std::string(6, 'a') + "\n");
+}
+
+TEST(Render, FitTextWrapsAParagraphAtSpaces) {
+  const std::string p = "one two three four five six seven eight nine ten eleven twelve";
+  EXPECT_EQ(fit_text(p, "  ", "    ", 0), "  " + p + "\n");
+  const std::string f = fit_text(p, "  ", "    ", 30);
+  EXPECT_EQ(f,
+            "  one two three four five\n"
+            "    six seven eight nine ten\n"
+            "    eleven twelve\n");
+}
+
 }  // namespace
 }  // namespace gpuvs

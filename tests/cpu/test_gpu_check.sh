@@ -6,20 +6,9 @@
 # skip) when the part cannot run here, saying why.
 set -euo pipefail
 part=$1
+# shellcheck source=tests/cpu/check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 cd "$2"
-failures=0
-check() {  # WHAT CONDITION...
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok   $what"
-  else
-    echo "FAIL $what"
-    failures=$((failures + 1))
-  fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # run NAME CMD...: exit code in $tmp/NAME.rc, stdout and stderr in $tmp/NAME.out/.err.
 run() {
@@ -67,8 +56,9 @@ case $part in
       echo "skipped: shellcheck is not installed (apt-get install shellcheck)"
       exit 77
     fi
-    run sc shellcheck scripts/gpu-check.sh scripts/models/write_reference.sh \
-      tests/cpu/test_gpu_check.sh tests/cpu/test_package.sh examples/slurm/gpuvs-fleet.sbatch
+    run sc shellcheck -x scripts/gpu-check.sh scripts/models/write_reference.sh \
+      tests/cpu/test_gpu_check.sh tests/cpu/test_package.sh tests/cpu/check_lib.sh \
+      examples/slurm/gpuvs-fleet.sbatch
     cat "$tmp/sc.out"
     check "shellcheck finds nothing" rc_is sc 0
     ;;

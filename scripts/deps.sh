@@ -27,7 +27,8 @@ if [ "$need" = test ]; then
   reqs+=("cmd:clang++:clang" "cmd:clang-format:clang-format"
          "glob:/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-dev"
          "cmd:chromium:chromium" "cmd:node:nodejs" "cmd:npm:npm"
-         "glob:/usr/lib/*/openmpi/include/mpi.h:libopenmpi-dev" "$chart_js")
+         "glob:/usr/lib/*/openmpi/include/mpi.h:libopenmpi-dev" "$chart_js"
+         "file:/usr/lib/python3/dist-packages/jsonschema/__init__.py:python3-jsonschema")
 fi
 opts=()
 if [ "$need" != test ] && ! command -v npm >/dev/null 2>&1; then

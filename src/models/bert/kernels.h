@@ -247,7 +247,7 @@ void flash_attention_backward(const FlashBackwardArgs& a, cudaStream_t s);
 
 // The two implementations behind flash_attention_forward and _backward, which pick by
 // drop.p (internal; tests compare them). The WMMA kernels (flash_attention.cu) take any
-// dropout; the mma.sync kernels (flash_attention_mma.cu) none (drop.p == 0), and their
+// dropout; the mma.sync kernels (flash_attention_mma_{fwd,bwd}.cu) none (drop.p == 0), and their
 // backward expects delta already computed (flash_attention_backward does that first).
 void flash_attention_forward_wmma(const FlashArgs& a, cudaStream_t s);
 void flash_attention_backward_wmma(const FlashBackwardArgs& a, cudaStream_t s);

@@ -16,6 +16,20 @@
     }                                                                                       \
   } while (0)
 
+// Compute capability of GPU 0 as 10 * major + minor.
+inline int compute_capability() {
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+  return 10 * major + minor;
+}
+
+// Skips a test of FP8 work on a GPU without FP8 tensor cores.
+#define GPUVS_REQUIRE_FP8()                                               \
+  if (compute_capability() < 89)                                          \
+  GTEST_SKIP() << "fp8 needs compute capability 8.9 or newer (this GPU: " \
+               << compute_capability() / 10 << "." << compute_capability() % 10 << ")"
+
 #include <span>
 
 #include "core/run_file.h"

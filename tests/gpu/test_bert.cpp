@@ -106,18 +106,8 @@ const TensorFile* reference(std::string* why) {
   return file.get();
 }
 
-// Compute capability of GPU 0 as 10 * major + minor.
-int compute_capability() {
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-  return 10 * major + minor;
-}
-
-#define GPUVS_REQUIRE_PRECISION(p)                                          \
-  if ((p) == Precision::kFp8 && compute_capability() < 89)                  \
-    GTEST_SKIP() << "fp8 needs compute capability 8.9 or newer (this GPU: " \
-                 << compute_capability() / 10 << "." << compute_capability() % 10 << ")";
+#define GPUVS_REQUIRE_PRECISION(p) \
+  if ((p) == Precision::kFp8) GPUVS_REQUIRE_FP8();
 
 // A reference check's model: precision and attention; printed as "bf16" or "bf16-fused".
 struct Variant {

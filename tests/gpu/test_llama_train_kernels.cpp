@@ -33,6 +33,7 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
+#include "models/bert/fp8.h"
 #include "models/bert/kernels.h"
 #include "models/llama/kernels.h"
 #include "models/llama/train_kernels.h"
@@ -608,6 +609,82 @@ TEST(LlamaTrainKernels, SwigluBackwardMatchesTheHost) {
 // labels the next id, -100 at the end of each sequence; the same seed gives the same
 // batch again, another seed another batch; the counts of a small vocabulary within 5
 // sigma of uniform, the mean of a large one too.
+// The fp8 training fuses SwiGLU into the down projection's input cast and SwiGLU's
+// gradient into the gate and up projections' gradient cast (bert/fp8.h, kSwiglu and
+// kSwigluGrad). Fused and unfused (swiglu or swiglu_backward, then the plain cast)
+// agree bit for bit: the bf16 value, every FP8 byte of the cast and of its transpose,
+// and the amax. 96 rows leave a partial row tile; F 128 puts the gate's and the up
+// projection's gradients in separate column tiles.
+TEST(LlamaTrainKernels, FusedSwigluCastsMatchTheUnfusedKernels) {
+  GPUVS_REQUIRE_GPU();
+  constexpr int64_t kRows = 96, kF = 128;
+  std::mt19937 gen(43);
+  DeviceBuffer gu = tensor(size_t(kRows * 2 * kF), DType::kBF16),
+               da = tensor(size_t(kRows * kF), DType::kBF16);
+  put(gu.get(), random_values(size_t(kRows * 2 * kF), gen, 0.0f, 2.0f), DType::kBF16);
+  put(da.get(), random_values(size_t(kRows * kF), gen, 0.0f, 1e-3f), DType::kBF16);
+  for (const bool grad : {false, true}) {
+    const char* what = grad ? "swiglu grad -> e5m2" : "swiglu -> e4m3";
+    const int64_t cols = grad ? 2 * kF : kF, n = kRows * cols;
+    DeviceBuffer ref16 = tensor(size_t(n), DType::kBF16), fused16 = tensor(size_t(n), DType::kBF16);
+    if (grad)
+      swiglu_backward(gu.get(), da.get(), ref16.get(), kRows, int(kF), DType::kBF16, nullptr);
+    else
+      swiglu(gu.get(), ref16.get(), kRows, int(kF), DType::kBF16, nullptr);
+    DeviceBuffer out[2] = {DeviceBuffer(size_t(n)), DeviceBuffer(size_t(n))};
+    DeviceBuffer out_t[2] = {DeviceBuffer(size_t(n)), DeviceBuffer(size_t(n))};
+    DeviceBuffer meta[2] = {DeviceBuffer(sizeof(bert::Fp8Meta)),
+                            DeviceBuffer(sizeof(bert::Fp8Meta))};
+    bert::Fp8Meta m = bert::fp8_meta_init(grad, true);
+    m.scale = grad ? 8192.0f : 4.0f;
+    for (int i = 0; i < 2; ++i) {
+      GPUVS_CUDA_CHECK(cudaMemcpy(meta[i].get(), &m, sizeof m, cudaMemcpyHostToDevice));
+      bert::Fp8CastArgs a;
+      a.rows = kRows;
+      a.cols = cols;
+      a.e5m2 = grad;
+      a.out = out[i].as<uint8_t>();
+      a.out_t = out_t[i].as<uint8_t>();
+      a.meta = meta[i].as<bert::Fp8Meta>();
+      if (i == 0) {
+        a.src = ref16.get();
+      } else {
+        a.src = grad ? da.get() : gu.get();
+        a.aux = grad ? gu.get() : nullptr;
+        a.op = grad ? bert::Fp8CastOp::kSwigluGrad : bert::Fp8CastOp::kSwiglu;
+        a.value_out = fused16.get();
+      }
+      bert::fp8_cast(a, nullptr);
+    }
+    const auto r16 = get_bytes(ref16.get(), ref16.bytes()),
+               f16 = get_bytes(fused16.get(), fused16.bytes());
+    const auto q0 = get_bytes(out[0].get(), size_t(n)), q1 = get_bytes(out[1].get(), size_t(n));
+    const auto t0 = get_bytes(out_t[0].get(), size_t(n)), t1 = get_bytes(out_t[1].get(), size_t(n));
+    int64_t bad16 = 0, bad = 0, bad_t = 0, nonzero = 0;
+    for (size_t i = 0; i < r16.size(); i += 2)
+      bad16 += r16[i] != f16[i] || r16[i + 1] != f16[i + 1];
+    for (size_t i = 0; i < q0.size(); ++i) {
+      bad += q0[i] != q1[i];
+      bad_t += t0[i] != t1[i];
+      nonzero += (q0[i] & 0x7F) != 0;
+    }
+    bert::Fp8Meta m0{}, m1{};
+    GPUVS_CUDA_CHECK(cudaMemcpy(&m0, meta[0].get(), sizeof m0, cudaMemcpyDeviceToHost));
+    GPUVS_CUDA_CHECK(cudaMemcpy(&m1, meta[1].get(), sizeof m1, cudaMemcpyDeviceToHost));
+    std::printf(
+        "llama-kernels fused %s: %lld / %lld bf16 values differ, %lld FP8 bytes, %lld "
+        "transposed (%lld nonzero); amax %g (unfused %g)\n",
+        what, (long long)bad16, (long long)n, (long long)bad, (long long)bad_t, (long long)nonzero,
+        m1.amax, m0.amax);
+    EXPECT_EQ(bad16, 0) << what;
+    EXPECT_EQ(bad, 0) << what;
+    EXPECT_EQ(bad_t, 0) << what;
+    EXPECT_GT(nonzero, n / 2) << what << ": the scale keeps most values representable";
+    EXPECT_GT(m0.amax, 0.f) << what;
+    EXPECT_EQ(m1.amax, m0.amax) << what;
+  }
+}
+
 TEST(LlamaTrainKernels, LmInputsAreShiftedIdsFromTheSeed) {
   GPUVS_REQUIRE_GPU();
   const struct {

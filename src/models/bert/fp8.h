@@ -43,13 +43,22 @@ static_assert(sizeof(Fp8Meta) == 256, "Fp8Meta: 256 bytes, every scale_inv 256-b
 // A fresh meta: scale 1, empty history.
 Fp8Meta fp8_meta_init(bool e5m2, bool delayed);
 
-// What a cast casts: src itself, or the GELU computed from it, fused so that the GELU's
-// output need not be written in 16 bits and read back (Transformer Engine fuses its
-// casts into the producing kernels for the same reason).
+// What a cast casts: src itself, or the GELU or SwiGLU (or their gradient) computed
+// from it, fused so that the activation's output need not be written in 16 bits and
+// read back (Transformer Engine fuses its casts into the producing kernels for the
+// same reason).
 enum class Fp8CastOp {
   kCopy,      // v = src
   kGelu,      // v = gelu(src), rounded to dtype: what gelu_forward writes
   kGeluGrad,  // v = src * gelu'(aux), rounded to dtype: what gelu_backward writes
+  // v (rows, cols) = silu(gate) * up from src (rows, 2 cols), gate first, rounded to
+  // dtype: what Llama's swiglu writes.
+  kSwiglu,
+  // v (rows, cols) = the gradient of gate and up (cols / 2 each, gate first) from
+  // aux = their values (rows, cols) and src = the SwiGLU output's gradient (rows,
+  // cols / 2), rounded to dtype: what Llama's swiglu_backward writes. value_out must
+  // not be aux (each half reads both).
+  kSwigluGrad,
 };
 
 // out (rows, cols) fp8 = saturate(v * meta.scale), and out_t (cols, rows) its
@@ -68,7 +77,8 @@ struct Fp8CastArgs {
   uint8_t* out_t = nullptr;
   Fp8Meta* meta = nullptr;
   Fp8CastOp op = Fp8CastOp::kCopy;
-  const void* aux = nullptr;  // kGeluGrad: the GELU's input (rows, cols) `dtype`
+  const void* aux = nullptr;  // kGeluGrad: the GELU's input (rows, cols) `dtype`; kSwigluGrad
+                              // gate and up
   void* value_out = nullptr;
   // kGeluGrad only, where set: (fp8_colsum_partial_floats(rows, cols)) fp32, the column
   // sums of v per 64-row tile, in a fixed order; reduce_partials (kernels.h) over the

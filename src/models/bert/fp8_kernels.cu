@@ -9,6 +9,7 @@
 #include "gpu/check.h"
 #include "models/bert/device_util.cuh"
 #include "models/bert/fp8.h"
+#include "models/layers/swiglu.cuh"
 
 namespace gpuvs::models::bert {
 
@@ -55,6 +56,41 @@ __device__ __forceinline__ void load8(const T* p, float* v) {
     v[j] = to_f(x.e[j]);
 }
 
+// The 8 values at (row, col) of a fused SwiGLU cast (kOp kSwiglu or kSwigluGrad,
+// fp8.h), in FP32 (v) and rounded to T (out16), as the SwiGLU kernels compute them
+// (layers/swiglu.cuh). A 64-column tile lies wholly in the gate half or the up half
+// (cols / 2 is a multiple of 64: checked by fp8_cast).
+template <class T, Fp8CastOp kOp>
+__device__ __forceinline__ void swiglu_piece(const Fp8CastArgs& a, int64_t row, int64_t col,
+                                             float* v, Vec<T>& out16) {
+  float g[kPiece], u[kPiece];
+  if constexpr (kOp == Fp8CastOp::kSwiglu) {
+    const T* gu = static_cast<const T*>(a.src) + row * 2 * a.cols + col;
+    load8(gu, g);
+    load8(gu + a.cols, u);
+#pragma unroll
+    for (int j = 0; j < kPiece; ++j)
+      out16.e[j] = from_f<T>(swiglu_value(g[j], u[j]));
+  } else {
+    const int64_t half = a.cols / 2;
+    const bool gate = col < half;
+    const int64_t j0 = gate ? col : col - half;
+    const T* gu = static_cast<const T*>(a.aux) + row * a.cols + j0;
+    float d[kPiece];
+    load8(gu, g);
+    load8(gu + half, u);
+    load8(static_cast<const T*>(a.src) + row * half + j0, d);
+#pragma unroll
+    for (int j = 0; j < kPiece; ++j) {
+      const SwigluGrad q = swiglu_grad<T>(g[j], u[j], d[j]);
+      out16.e[j] = from_f<T>(gate ? q.gate : q.up);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kPiece; ++j)
+    v[j] = to_f(out16.e[j]);
+}
+
 template <class Src, Fp8CastOp kOp>
 __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
   // Rows padded to 80 bytes (as measured): 8-byte aligned for the row pieces.
@@ -76,8 +112,14 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
     if (r0 + r >= a.rows) continue;
     const int64_t off = (r0 + r) * a.cols + c0 + pc * kPiece;
     float v[kPiece];
-    load8(src + off, v);
-    if constexpr (kOp != Fp8CastOp::kCopy) {
+    if constexpr (kOp == Fp8CastOp::kSwiglu || kOp == Fp8CastOp::kSwigluGrad) {
+      Vec<Src> out16;
+      swiglu_piece<Src, kOp>(a, r0 + r, c0 + pc * kPiece, v, out16);
+      if (a.value_out) store_vec(static_cast<Src*>(a.value_out) + off, out16);
+    } else {
+      load8(src + off, v);
+    }
+    if constexpr (kOp == Fp8CastOp::kGelu || kOp == Fp8CastOp::kGeluGrad) {
       float h[kPiece];
       if constexpr (kOp == Fp8CastOp::kGeluGrad) load8(static_cast<const Src*>(a.aux) + off, h);
       Vec<Src> out16;
@@ -216,6 +258,10 @@ void launch_cast(const Fp8CastArgs& a, dim3 grid, cudaStream_t s) {
     cast_kernel<T, Fp8CastOp::kGelu><<<grid, kCastThreads, 0, s>>>(a);
   } else if (a.op == Fp8CastOp::kGeluGrad) {
     cast_kernel<T, Fp8CastOp::kGeluGrad><<<grid, kCastThreads, 0, s>>>(a);
+  } else if (a.op == Fp8CastOp::kSwiglu) {
+    cast_kernel<T, Fp8CastOp::kSwiglu><<<grid, kCastThreads, 0, s>>>(a);
+  } else if (a.op == Fp8CastOp::kSwigluGrad) {
+    cast_kernel<T, Fp8CastOp::kSwigluGrad><<<grid, kCastThreads, 0, s>>>(a);
   } else {
     cast_kernel<T, Fp8CastOp::kCopy><<<grid, kCastThreads, 0, s>>>(a);
   }
@@ -243,10 +289,15 @@ void fp8_cast(const Fp8CastArgs& a, cudaStream_t s) {
   if (a.colsum && a.op != Fp8CastOp::kGeluGrad)
     throw Error("fp8_cast: column sums come with the fused GELU gradient only");
   static_assert(kCastThreads == 4 * kTile, "fp8_cast: a quarter of a tile's rows per thread");
-  if (a.op != Fp8CastOp::kCopy &&
-      (a.src_f32 || a.dtype == DType::kF32 || (a.op == Fp8CastOp::kGeluGrad && !a.aux) ||
-       !aligned(a.aux, 32) || !aligned(a.value_out, 32)))
-    throw Error("fp8_cast: a fused GELU needs a 16-bit source (and its input, 32-byte aligned)");
+  const bool needs_aux = a.op == Fp8CastOp::kGeluGrad || a.op == Fp8CastOp::kSwigluGrad;
+  if (a.op != Fp8CastOp::kCopy && (a.src_f32 || a.dtype == DType::kF32 || (needs_aux && !a.aux) ||
+                                   !aligned(a.aux, 32) || !aligned(a.value_out, 32)))
+    throw Error(
+        "fp8_cast: a fused activation needs a 16-bit source (and its input, 32-byte aligned)");
+  if (a.op == Fp8CastOp::kSwigluGrad && (a.cols % (2 * kTile) != 0 || a.value_out == a.aux))
+    throw Error(
+        "fp8_cast: the fused SwiGLU gradient needs halves of whole tiles and value_out apart "
+        "from aux");
   const dim3 grid(static_cast<unsigned>(a.cols / kTile),
                   static_cast<unsigned>((a.rows + kTile - 1) / kTile));
   if (a.src_f32) {

@@ -8,13 +8,13 @@ namespace gpuvs::models::bert {
 
 namespace {
 
-// g.run(args...), an error naming encoder layer l.
+// g.run(args...), an error naming layer l.
 template <class... Args>
 void run_in_layer(Gemm& g, int l, Args... args) {
   try {
     g.run(args...);
   } catch (const Error& e) {
-    throw Error(fmt::format("encoder layer {}: {}", l, e.what()));
+    throw Error(fmt::format("layer {}: {}", l, e.what()));
   }
 }
 
@@ -35,7 +35,8 @@ std::unique_ptr<Gemm> try_fp8(const LtHandle& handle, const RowMajorGemm& g, std
 }  // namespace
 
 Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t out, int layers,
-                     bool train, Fp8Meta* metas, const std::string& name)
+                     bool train, Fp8Meta* metas, const std::string& name,
+                     const Fp8Epilogue& epilogue)
     : rows_(rows), in_(in), out_(out), train_(train), metas_(metas), name_(name) {
   // The trial runs' scale pointers: layer 1's, as aligned as every layer's (fp8.h).
   const int tl = layers > 1 ? 1 : 0;
@@ -45,6 +46,8 @@ Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t o
   ls.out = out;
   ls.dtype = DType::kBF16;
   ls.train = train;
+  ls.bias = epilogue.bias;
+  ls.residual = epilogue.residual;
   bf16_ = std::make_unique<DenseLayer>(handle, ls);
 
   RowMajorGemm f;  // y (rows, out) = x (rows, in) W (out, in)^T
@@ -59,7 +62,8 @@ Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t o
   f.lda = in;
   f.ldb = in;
   f.ldc = out;
-  f.bias = true;
+  f.bias = epilogue.bias;
+  f.accumulate = epilogue.residual;
   f.a_scale = &meta(tl, 0)->scale_inv;
   f.b_scale = &meta(tl, 1)->scale_inv;
   fwd_ = try_fp8(handle, f, fwd_why_);
@@ -181,18 +185,19 @@ Fp8CastArgs Fp8Linear::grad_cast(int l, const void* dy) const {
 }
 
 void Fp8Linear::forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
-                        cudaStream_t s, const Fp8Marks& marks, bool x_cast_done) {
+                        cudaStream_t s, const Fp8Marks& marks, bool x_cast_done,
+                        const void* residual) {
   if (!x_cast_done && (fwd_ || (train_ && wgrad_))) {
     mark(marks, marks.cast, s);
     fp8_cast(input_cast(l, x), s);
   }
   mark(marks, marks.gemm, s);
   if (!fwd_) {
-    bf16_->forward(x, w16, bias, y, ws, s);
+    bf16_->forward(x, w16, bias, y, ws, s, residual);
     return;
   }
   fwd_->set_fp8_scales(&meta(l, 0)->scale_inv, &meta(l, 1)->scale_inv);
-  run_in_layer(*fwd_, l, x8_.get(), w(l), y, 1.0f, 0.0f, nullptr, bias, ws, s);
+  run_in_layer(*fwd_, l, x8_.get(), w(l), y, 1.0f, residual ? 1.0f : 0.0f, residual, bias, ws, s);
 }
 
 void Fp8Linear::backward(const Fp8Backward& a, cudaStream_t s) {

@@ -1,13 +1,13 @@
-// One of the encoder's dense layers (QKV, attention output, FFN1, FFN2) in FP8 for all
-// 24 layers: y = x W^T + b with x and W in E4M3, dx = dy W and dW = dy^T x with dy in
-// E5M2 (fp8.h for the scaling). cuBLASLt's FP8 GEMMs on Hopper take only the "TN" form
-// (both operands K-major, gemm.h), so the weights are kept in FP8 twice, W (out, in)
-// for the forward and W^T (in, out) for dgrad, the layer input x is cast with its
-// transpose x^T (in, rows) for wgrad, and dy is cast with its transpose (one
-// cast-and-transpose kernel each, as NVIDIA's Transformer Engine does). Activations
-// stay bf16 outside the GEMMs; the bias is bf16 (fused epilogue where cuBLASLt runs it);
-// weight gradients are FP32 (bf16 plus an FP32 add where cuBLASLt runs no FP8 GEMM
-// with an FP32 output).
+// One dense layer kind of a transformer (BERT's QKV, attention output, FFN1, FFN2;
+// Llama's four projections) in FP8 for all its layers: y = x W^T + b (or no bias, or
+// + a residual in the epilogue: Fp8Epilogue) with x and W in E4M3, dx = dy W and dW = dy^T x with
+// dy in E5M2 (fp8.h for the scaling). cuBLASLt's FP8 GEMMs on Hopper take only the "TN" form (both
+// operands K-major, gemm.h), so the weights are kept in FP8 twice, W (out, in) for the forward and
+// W^T (in, out) for dgrad, the layer input x is cast with its transpose x^T (in, rows) for wgrad,
+// and dy is cast with its transpose (one cast-and-transpose kernel each, as NVIDIA's Transformer
+// Engine does). Activations stay bf16 outside the GEMMs; the bias is bf16 (fused epilogue where
+// cuBLASLt runs it); weight gradients are FP32 (bf16 plus an FP32 add where cuBLASLt runs no FP8
+// GEMM with an FP32 output).
 //
 // Each of the three GEMMs is FP8 only where cuBLASLt runs it (Gemm tries it at
 // construction); one it refuses runs in bf16 from the bf16 working copies instead
@@ -56,12 +56,19 @@ struct Fp8Backward {
   bool dy_cast_done = false;
 };
 
+// The forward's epilogue: a bias (BERT) or none (Llama); a residual added (beta 1,
+// Llama's attention output and down projections) or not.
+struct Fp8Epilogue {
+  bool bias = true;
+  bool residual = false;
+};
+
 class Fp8Linear {
  public:
   // metas: (layers, 3) device metas of x, W and dy per layer, initialised by the caller.
   // name: the layer's name in messages and the plan ("qkv", "ffn1", ...).
   Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t out, int layers, bool train,
-            Fp8Meta* metas, const std::string& name);
+            Fp8Meta* metas, const std::string& name, const Fp8Epilogue& epilogue = {});
   ~Fp8Linear();
   Fp8Linear(const Fp8Linear&) = delete;
   Fp8Linear& operator=(const Fp8Linear&) = delete;
@@ -74,11 +81,13 @@ class Fp8Linear {
   // W and/or W^T of layer l in E4M3 from the FP32 master, with the scale its
   // weight_scale_job set.
   void cast_weight(int l, const float* master, cudaStream_t s);
-  // y (rows, out) bf16 = x (rows, in) bf16 W^T + bias (out) bf16; w16 (out, in) is the
-  // bf16 working copy of W (used where the forward GEMM runs in bf16). x_cast_done: the
+  // y (rows, out) bf16 = x (rows, in) bf16 W^T + bias (out) bf16 [+ residual (rows,
+  // out) bf16, with Fp8Epilogue::residual; null: none]; w16 (out, in) is the bf16
+  // working copy of W (used where the forward GEMM runs in bf16). x_cast_done: the
   // caller ran input_cast(l, x) itself, fused into the kernel producing x.
   void forward(int l, const void* x, const void* w16, const void* bias, void* y, void* ws,
-               cudaStream_t s, const Fp8Marks& marks = {}, bool x_cast_done = false);
+               cudaStream_t s, const Fp8Marks& marks = {}, bool x_cast_done = false,
+               const void* residual = nullptr);
   // dx and dw of one layer (Fp8Backward).
   void backward(const Fp8Backward& args, cudaStream_t s);
 

@@ -63,7 +63,8 @@ void Gemm::run(const void* a, const void* b, void* d, float alpha, float beta, c
 DenseLayer::DenseLayer(const LtHandle& handle, const DenseShape& p) {
   DenseGemms g =
       dense_gemms(p.rows, p.in, p.out, p.ld_x ? p.ld_x : p.in, gemm_elem(p.dtype), p.tf32);
-  g.forward.bias = true;
+  g.forward.bias = p.bias;
+  g.forward.accumulate = p.residual;
   g.wgrad.c = GemmElem::kF32;  // accumulated in FP32
   fwd_ = std::make_unique<Gemm>(handle, g.forward);
   if (!p.train) return;
@@ -72,8 +73,8 @@ DenseLayer::DenseLayer(const LtHandle& handle, const DenseShape& p) {
 }
 
 void DenseLayer::forward(const void* x, const void* w, const void* b, void* y, void* ws,
-                         cudaStream_t s) {
-  fwd_->run(x, w, y, 1.0f, 0.0f, nullptr, b, ws, s);
+                         cudaStream_t s, const void* residual) {
+  fwd_->run(x, w, y, 1.0f, residual ? 1.0f : 0.0f, residual, b, ws, s);
 }
 
 void DenseLayer::backward_data(const void* dy, const void* w, void* dx, float beta,

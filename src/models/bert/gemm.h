@@ -57,21 +57,25 @@ class Gemm {
 // A dense layer y = x W^T + b on `rows` rows (PyTorch's nn.Linear), with its backward
 // GEMMs: dx = dy W (optionally + an earlier gradient, beta 1) and dW (+)= dy^T x in
 // FP32. x's rows are `ld_x` apart (the pooler reads the [CLS] rows of (B, T, C)), and
-// so are dx's.
+// so are dx's. Without `bias` the layer has none (Llama's projections); with
+// `residual` the forward may add a residual (rows, out) in its epilogue (beta 1).
 struct DenseShape {
   int64_t rows = 0, in = 0, out = 0;
   int64_t ld_x = 0;  // 0: in
   DType dtype = DType::kF32;
   bool tf32 = false;
   bool train = true;
+  bool bias = true;
+  bool residual = false;
 };
 
 class DenseLayer {
  public:
   DenseLayer(const LtHandle& handle, const DenseShape& shape);
   double forward_flops() const { return fwd_->flops(); }
-  // y (rows, out) = x (rows, in) W^T + b
-  void forward(const void* x, const void* w, const void* b, void* y, void* ws, cudaStream_t s);
+  // y (rows, out) = x (rows, in) W^T + b [+ residual (rows, out), built with `residual`]
+  void forward(const void* x, const void* w, const void* b, void* y, void* ws, cudaStream_t s,
+               const void* residual = nullptr);
   // dx (rows, in) = dy (rows, out) W + beta dx_in
   void backward_data(const void* dy, const void* w, void* dx, float beta, const void* dx_in,
                      void* ws, cudaStream_t s);

@@ -5,6 +5,7 @@
 #include "gpu/check.h"
 #include "gpu/reduce.cuh"
 #include "models/layers/dtype.h"
+#include "models/layers/swiglu.cuh"
 #include "models/llama/dependent_launch.cuh"
 #include "models/llama/kernels.h"
 
@@ -265,7 +266,7 @@ __global__ void swiglu_kernel(const T* gu, T* out, int64_t rows, int inter) {
     const int64_t r = i / inter, j = i - r * inter;
     const float g = to_f(gu[r * 2 * inter + j]);
     const float u = to_f(gu[r * 2 * inter + inter + j]);
-    out[i] = from_f<T>(g / (1.0f + __expf(-g)) * u);
+    out[i] = from_f<T>(swiglu_value(g, u));
   }
 }
 
@@ -287,8 +288,7 @@ __global__ void swiglu_vec_kernel(const T* gu, T* out, int64_t rows, int inter) 
     T* o = reinterpret_cast<T*>(&ov);
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      const float x = to_f(g[k]);
-      o[k] = from_f<T>(x / (1.0f + __expf(-x)) * to_f(u[k]));
+      o[k] = from_f<T>(swiglu_value(to_f(g[k]), to_f(u[k])));
     }
     *reinterpret_cast<uint4*>(out + r * inter + j) = ov;
   }

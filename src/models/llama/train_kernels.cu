@@ -10,6 +10,7 @@
 #include "gpu/reduce.cuh"
 #include "models/bert/kernels.h"
 #include "models/layers/dtype.h"
+#include "models/layers/swiglu.cuh"
 #include "models/llama/train_kernels.h"
 
 namespace gpuvs::models::llama {
@@ -279,13 +280,9 @@ __global__ void __launch_bounds__(kThreads)
     Vec<T> dg, du;
 #pragma unroll
     for (int e = 0; e < kN; ++e) {
-      const float g = to_f(gv.e[e]), u = to_f(uv.e[e]), d = to_f(dv.e[e]);
-      const float ex = expf(-g);  // inf for gate < -88: s = 0, silu = -0, no NaN
-      const float s = 1.0f / (1.0f + ex);
-      const float act = to_f(from_f<T>(g / (1.0f + ex)));  // PyTorch's silu, rounded
-      du.e[e] = from_f<T>(d * act);
-      const float dact = to_f(from_f<T>(d * u));
-      dg.e[e] = from_f<T>(dact * s * (1.0f + g * (1.0f - s)));  // PyTorch's silu_backward
+      const SwigluGrad q = swiglu_grad<T>(to_f(gv.e[e]), to_f(uv.e[e]), to_f(dv.e[e]));
+      dg.e[e] = from_f<T>(q.gate);
+      du.e[e] = from_f<T>(q.up);
     }
     store_vec(dgu + at, dg);
     store_vec(dgu + at + inter, du);

@@ -40,10 +40,12 @@ Options:
                                      each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
                         llama        gpuvs model llama --mode infer: 8B at batch 1
-                                     (with --profile) and 64, 1B at batch 1; --mode
-                                     train: 1B at seq 2048, batch 8 (with --profile);
-                                     beside them transformers' generate and training,
-                                     eager and compiled (needs transformers)
+                                     (with --profile) and 64, 1B at batch 1; beside
+                                     them transformers' generate (needs transformers)
+                        llama-train  gpuvs model llama --mode train, 1B at seq 2048,
+                                     batch 8: bf16 and fp8 (with --profile), bf16
+                                     with --recompute selective and full; beside
+                                     them transformers' training, eager and compiled
                         check        gpuvs check --level 1, 2, and 3 for 120 s
                                      against the level-2 run as its baseline
   --nccl-tests DIR    nccl-tests' build folder: the collectives sweeps run beside it
@@ -65,7 +67,7 @@ die_usage() {
   exit 2
 }
 
-all_runs="run compute memory peer collectives models llama tune monitor check"
+all_runs="run compute memory peer collectives models llama llama-train tune monitor check"
 build_dir=""
 jobs=""
 tests_regex=""
@@ -423,35 +425,44 @@ if [[ -n $out_dir ]]; then
       --attention fused "${m[@]}"
     reference models/quick-pass 1 -- bench model --quick "${m[@]}"
   fi
+  # llama_peer NAME SCRIPT ARGS...: scripts/peers/SCRIPT ARGS > peers/NAME.json, where
+  # Python has torch and transformers.
+  llama_peer() {
+    local name=$1 script=$2 py=${GPUVS_PYTHON:-python3} rc=0
+    shift 2
+    if ((gpus < 1)); then
+      not_here "llama-peer $name" "needs a GPU, none visible"
+      return
+    elif ! "$py" -c 'import torch, transformers' > /dev/null 2>&1; then
+      not_here "llama-peer $name" "$py cannot import torch and transformers"
+      return
+    fi
+    mkdir -p "$out_dir/peers"
+    note "llama-peer $name: $py scripts/peers/$script $*"
+    "$py" "$(dirname "$0")/peers/$script" "$@" > "$out_dir/peers/$name.json" \
+      2> "$out_dir/peers/$name.log" || rc=$?
+    cat "$out_dir/peers/$name.json"
+    record "llama-peer $name" "$rc" "$out_dir/peers"
+  }
   if selected llama; then
     l=(model llama --mode infer --precision bf16 --prompt 128 --gpu 0)
     reference models/llama-8b-bf16-infer-batch1 1 -- "${l[@]}" --size 8b --batch 1 --generate 256 \
       --profile
     reference models/llama-8b-bf16-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 --generate 128
     reference models/llama-1b-bf16-infer-batch1 1 -- "${l[@]}" --size 1b --batch 1 --generate 256
-    reference models/llama-1b-bf16-train-batch8 1 -- model llama --size 1b --mode train \
-      --precision bf16 --seq 2048 --batch 8 --profile --gpu 0
-    py=${GPUVS_PYTHON:-python3}
-    if ((gpus < 1)); then
-      not_here llama-peers "needs a GPU, none visible"
-    elif ! "$py" -c 'import torch, transformers' > /dev/null 2>&1; then
-      not_here llama-peers "$py cannot import torch and transformers"
-    else
-      mkdir -p "$out_dir/peers"
-      # peer NAME SCRIPT ARGS...: scripts/peers/SCRIPT ARGS > peers/NAME.json
-      peer() {
-        local name=$1 script=$2 rc=0
-        shift 2
-        note "llama-peer $name: $py scripts/peers/$script $*"
-        "$py" "$(dirname "$0")/peers/$script" "$@" > "$out_dir/peers/$name.json" \
-          2> "$out_dir/peers/$name.log" || rc=$?
-        cat "$out_dir/peers/$name.json"
-        record "llama-peer $name" "$rc" "$out_dir/peers"
-      }
-      peer llama-8b-batch64 llama_generate.py --size 8b --batch 64 --prompt 128 --generate 64
-      peer llama-1b-train-batch8 llama_train.py --size 1b --seq 2048 --batch 8
-      peer llama-1b-train-batch8-compiled llama_train.py --size 1b --seq 2048 --batch 8 --compile
-    fi
+    llama_peer llama-8b-batch64 llama_generate.py --size 8b --batch 64 --prompt 128 --generate 64
+  fi
+  if selected llama-train; then
+    l=(model llama --size 1b --mode train --seq 2048 --batch 8 --gpu 0)
+    reference models/llama-1b-bf16-train-batch8 1 -- "${l[@]}" --precision bf16 --profile
+    reference models/llama-1b-fp8-train-batch8 1 -- "${l[@]}" --precision fp8 --profile
+    reference models/llama-1b-bf16-train-batch8-recompute-selective 1 -- "${l[@]}" \
+      --precision bf16 --recompute selective
+    reference models/llama-1b-bf16-train-batch8-recompute-full 1 -- "${l[@]}" --precision bf16 \
+      --recompute full
+    llama_peer llama-1b-train-batch8 llama_train.py --size 1b --seq 2048 --batch 8
+    llama_peer llama-1b-train-batch8-compiled llama_train.py --size 1b --seq 2048 --batch 8 \
+      --compile
   fi
   if selected tune; then
     if ((gpus < 1)); then

@@ -41,6 +41,7 @@ struct ModelArgs {
   std::optional<std::string> size;
   std::optional<std::string> prompt;
   std::optional<std::string> generate;
+  std::optional<std::string> recompute;
   std::optional<std::string> steps;
   std::optional<double> time_cap_s;
   bool profile = false;
@@ -128,10 +129,11 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   }
   run.profile = a.profile;
   const bool llama = c.model == "llama";
-  if (!llama && (a.size || a.prompt || a.generate))
-    throw UsageError(fmt::format("{}: only for llama", a.size     ? "--size"
-                                                       : a.prompt ? "--prompt"
-                                                                  : "--generate"));
+  if (!llama && (a.size || a.prompt || a.generate || a.recompute))
+    throw UsageError(fmt::format("{}: only for llama", a.size       ? "--size"
+                                                       : a.prompt   ? "--prompt"
+                                                       : a.generate ? "--generate"
+                                                                    : "--recompute"));
   if (llama) {
     const std::string size = a.size.value_or("1b");
     const std::optional<models::llama::Shape> shape = models::llama::find_shape(size);
@@ -144,15 +146,22 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
       if (a.prompt || a.generate)
         throw UsageError(
             fmt::format("{}: only for llama --mode infer", a.prompt ? "--prompt" : "--generate"));
-      if (c.precision != models::Precision::kBf16)
+      if (c.precision != models::Precision::kBf16 && c.precision != models::Precision::kFp8)
         throw UsageError(fmt::format(
-            "llama --mode train: --precision {} is not built; bf16 is (fp8 training is not "
-            "built yet)",
+            "llama --mode train: --precision {} is not built; bf16 and fp8 are (the attention "
+            "kernels are 16-bit)",
             models::to_string(c.precision)));
       c.seq = seq ? c.seq : 2048;
       if (c.seq < 64 || c.seq % 64 != 0 || c.seq > shape->max_context)
         throw UsageError(fmt::format("--seq: {} is not a multiple of 64 up to {}'s context of {}",
                                      c.seq, shape->name, shape->max_context));
+      if (a.recompute) {
+        const auto r = models::recompute_from_string(*a.recompute);
+        if (!r)
+          throw UsageError(
+              fmt::format("--recompute: '{}' is not none, selective or full", *a.recompute));
+        c.recompute = *r;
+      }
       if (a.batch == "256") c.batch = 8;  // the default of the others; 8 x 2048 tokens
       c.model = "llama-" + size;
     } else {
@@ -162,6 +171,7 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
             fmt::format("llama --mode infer: --precision {} is not built; bf16, fp16 "
                         "or fp32",
                         models::to_string(c.precision)));
+      if (a.recompute) throw UsageError("--recompute: only for llama --mode train");
       if (run.batch_max)
         throw UsageError("llama --mode infer: --batch max is not built; give --batch N");
       if (a.batch == "256") c.batch = 1;  // the default of the others; a decoder starts at 1
@@ -195,7 +205,8 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
       "prefill, decode, time to first token, inter-token latency; writes a run file");
   sub->add_option("model", args->model, "resnet50 | bert-large | llama")->required();
   sub->add_option("--mode", args->mode, "train (default) | infer");
-  sub->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 (default) | fp8");
+  sub->add_option("--precision", args->precision,
+                  "fp32 | tf32 | fp16 | bf16 (default) | fp8 (bert-large, llama training)");
   sub->add_option("--batch", args->batch,
                   "Images or sequences per micro-step (default 256; llama 8 in training, 1 in "
                   "inference), or max: the largest that fits, then measured at the recommended "
@@ -218,6 +229,10 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
                   "multiple of 64 up to the model's context (default 2048)");
   sub->add_option("--size", args->size,
                   "llama: 1b (Llama 3.2 1B, default) | 3b | 8b (Llama 3.1 8B)");
+  sub->add_option("--recompute", args->recompute,
+                  "llama --mode train: what the backward recomputes: none (default) | "
+                  "selective (the norms' and SwiGLU's outputs) | full (each layer from its "
+                  "input)");
   sub->add_option("--prompt", args->prompt, "llama: prompt tokens per sequence (default 128)");
   sub->add_option("--generate", args->generate,
                   "llama: tokens generated after the prompt, the first by the prefill (default "

@@ -26,6 +26,12 @@ constexpr std::array<std::pair<Attention, std::string_view>, 2> kAttentions{{
     {Attention::kFused, "fused"},
 }};
 
+constexpr std::array<std::pair<Recompute, std::string_view>, 3> kRecomputes{{
+    {Recompute::kNone, "none"},
+    {Recompute::kSelective, "selective"},
+    {Recompute::kFull, "full"},
+}};
+
 // The name of `v` in `table`, or "unknown".
 template <class E, size_t N>
 std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E v) {
@@ -66,6 +72,14 @@ std::optional<Precision> precision_from_string(std::string_view s) {
 
 std::optional<Attention> attention_from_string(std::string_view s) {
   return value_of(kAttentions, s);
+}
+
+std::string_view to_string(Recompute r) {
+  return name_of(kRecomputes, r);
+}
+
+std::optional<Recompute> recompute_from_string(std::string_view s) {
+  return value_of(kRecomputes, s);
 }
 
 std::optional<std::string> fp8_refusal(int major, int minor) {

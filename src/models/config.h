@@ -16,10 +16,18 @@ enum class Mode { kTrain, kInfer };
 // fp32: FP32 math everywhere (TF32 off). tf32: FP32 storage, TF32 tensor-core math.
 // fp16 / bf16: 16-bit activations and weights for the math, FP32 master weights and
 // accumulation; fp16 uses dynamic loss scaling. fp8: E4M3 forward / E5M2 gradient
-// GEMMs with delayed scaling (BERT only, compute capability >= 8.9).
+// GEMMs with delayed scaling (BERT-large, Llama training; compute capability >= 8.9).
 enum class Precision { kFp32, kTf32, kFp16, kBf16, kFp8 };
 
 enum class Attention { kUnfused, kFused };
+
+// What a training step keeps of each layer's forward for its backward (Llama): every
+// activation (none recomputed); selective: all but the cheap elementwise outputs
+// (the two RMSNorm outputs and SwiGLU's), recomputed in the backward; full: only the
+// layer's input, the whole layer's forward recomputed in the backward (Megatron-LM's
+// --recompute-granularity full). FLOPs and MFU count the model's work only, as the
+// published MFU figures do: recomputation lowers them.
+enum class Recompute { kNone, kSelective, kFull };
 
 std::string_view to_string(Mode m);
 std::string_view to_string(Precision p);
@@ -27,6 +35,8 @@ std::optional<Mode> mode_from_string(std::string_view s);
 std::optional<Precision> precision_from_string(std::string_view s);
 std::string_view to_string(Attention a);
 std::optional<Attention> attention_from_string(std::string_view s);
+std::string_view to_string(Recompute r);
+std::optional<Recompute> recompute_from_string(std::string_view s);
 
 // Why precision fp8 cannot run on a GPU of compute capability major.minor (FP8 tensor
 // cores came with 8.9: Ada, Hopper, Blackwell), or nullopt where it can. BERT-large
@@ -60,6 +70,7 @@ struct ModelConfig {
   // Llama ("llama"): the published size ("1b", "3b", "8b"), and for inference the
   // prompt's tokens and the tokens generated after it (the first by the prefill).
   std::string llama_size = "1b";
+  Recompute recompute = Recompute::kNone;  // Llama training only
   int prompt = 128;
   int generate = 128;
 };

@@ -100,6 +100,8 @@ std::map<std::string, ParamValue> run_parameters(const Model& m, const SearchFac
   if (c.model.rfind("llama-", 0) == 0) {
     p["seq"] = int64_t{c.seq};
     p["attention"] = std::string("fused causal");
+    // Absent where nothing is recomputed, as in the run files written before the option.
+    if (c.recompute != Recompute::kNone) p["recompute"] = std::string(to_string(c.recompute));
   }
   if (c.deterministic) p["deterministic"] = true;
   if (std::string how = m.algorithm_search(); !how.empty()) p["algorithm_search"] = how;
@@ -346,6 +348,8 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
                               ? fmt::format(" seq {}", cfg.seq)
                               : "",
                           cfg.batch, k > 1 ? fmt::format(" x {}", k) : "");
+  if (cfg.recompute != Recompute::kNone)
+    spec.name += fmt::format(", recompute {}", to_string(cfg.recompute));
   spec.devices = {ctx.device};
   spec.parameters = run_parameters(*model, search, runner.graphed());
   spec.headline = Headline::kItems;

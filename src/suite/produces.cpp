@@ -48,7 +48,8 @@ std::vector<ConfigParameter> model_config() {
           {"accumulate", "1"},
           {"graph", "true"},
           {"attention", "unfused"},
-          {"deterministic", "false"}};
+          {"deterministic", "false"},
+          {"recompute", "none"}};
 }
 
 std::vector<Placeholder> model_placeholders() {

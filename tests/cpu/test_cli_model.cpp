@@ -38,7 +38,7 @@ TEST(CliModel, HelpNamesEveryOption) {
        {"resnet50",     "bert-large", "--mode",          "--precision", "--batch",    "max",
         "--accumulate", "--graph",    "--deterministic", "--attention", "--headroom", "--seq",
         "--steps",      "--time-cap", "--profile",       "--gpu",       "--quick",    "llama",
-        "--size",       "--prompt",   "--generate"})
+        "--size",       "--prompt",   "--generate",      "--recompute"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << "help lacks " << opt << ":\n" << o.out;
 }
 
@@ -87,8 +87,11 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"resnet50 --steps 0", "--steps: must be 1 or more"},
       {"resnet50 --time-cap 0", "--time-cap 0: must be positive"},
       {"llama --size 70b --mode infer", "--size: '70b' is not one of 1b, 3b, 8b"},
-      {"llama --precision fp8", "llama --mode train: --precision fp8 is not built; bf16 is"},
-      {"llama --precision fp16", "--precision fp16 is not built"},
+      {"llama --precision fp16",
+       "llama --mode train: --precision fp16 is not built; bf16 and fp8 are"},
+      {"llama --recompute some", "--recompute: 'some' is not none, selective or full"},
+      {"llama --mode infer --recompute full", "--recompute: only for llama --mode train"},
+      {"bert-large --recompute full", "--recompute: only for llama"},
       {"llama --seq 100", "--seq: 100 is not a multiple of 64 up to Llama 3.2 1B's context"},
       {"llama --seq 0", "--seq: 0 is not a multiple of 64"},
       {"llama --size 8b --seq 262144", "up to Llama 3.1 8B's context of 131072"},
@@ -121,7 +124,8 @@ TEST(CliModel, CountsTakeTheSameFormsAsEverywhere) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: these would measure";
   for (const char* args :
        {"resnet50 --batch 1k", "resnet50 --accumulate 010", "resnet50 --steps 1e2",
-        "bert-large --seq 0.512k", "resnet50 --batch 64"}) {
+        "bert-large --seq 0.512k", "resnet50 --batch 64", "llama --precision fp8 --recompute full",
+        "llama --recompute selective --seq 1024"}) {
     const CliOutcome o = model(args);
     EXPECT_EQ(o.code, 3) << args << ": " << o.err;
     EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << args << ": not one line: " << o.err;

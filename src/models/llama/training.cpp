@@ -15,6 +15,7 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "models/bert/kernels.h"
+#include "models/config.h"
 #include "models/llama/shapes.h"
 #include "models/llama/train_kernels.h"
 #include "models/llama/training_model.h"
@@ -56,24 +57,37 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
   const int64_t bht = int64_t(b_) * shape_.heads * t_;
   const size_t es = 2;
   Carver la;
-  struct LayerAt {
-    size_t x, h1, rstd1, q, k, v, lse, ctx, mid, h2, rstd2, gu, a;
+  constexpr size_t kUnplaced = ~size_t{0};
+  struct LayerAt {  // byte offsets
+    size_t x = kUnplaced, h1 = kUnplaced, rstd1 = kUnplaced, q = kUnplaced, k = kUnplaced,
+           v = kUnplaced, lse = kUnplaced, ctx = kUnplaced, mid = kUnplaced, h2 = kUnplaced,
+           rstd2 = kUnplaced, gu = kUnplaced, a = kUnplaced;
+  };
+  // What the backward recomputes lives once, in a piece every layer shares; the rest
+  // once per layer.
+  const Recompute rc = config_.recompute;
+  const bool full = rc == Recompute::kFull, elementwise = rc != Recompute::kNone;
+  LayerAt shared;
+  auto place = [&](size_t& shared_at, size_t bytes, bool recomputed) {
+    if (!recomputed) return la.add(bytes);
+    if (shared_at == kUnplaced) shared_at = la.add(bytes);
+    return shared_at;
   };
   std::vector<LayerAt> at(size_t(shape_.layers));
   for (LayerAt& o : at) {
     o.x = la.add(size_t(n_ * c_) * es);
-    o.h1 = la.add(size_t(n_ * c_) * es);
-    o.rstd1 = la.add(size_t(n_) * 4);
-    o.q = la.add(size_t(n_ * qd_) * es);
-    o.k = la.add(size_t(n_ * kv_) * es);
-    o.v = la.add(size_t(n_ * kv_) * es);
-    o.lse = la.add(size_t(bht) * 4);
-    o.ctx = la.add(size_t(n_ * qd_) * es);
-    o.mid = la.add(size_t(n_ * c_) * es);
-    o.h2 = la.add(size_t(n_ * c_) * es);
-    o.rstd2 = la.add(size_t(n_) * 4);
-    o.gu = la.add(size_t(n_ * 2 * f_) * es);
-    o.a = la.add(size_t(n_ * f_) * es);
+    o.h1 = place(shared.h1, size_t(n_ * c_) * es, elementwise);
+    o.rstd1 = place(shared.rstd1, size_t(n_) * 4, full);
+    o.q = place(shared.q, size_t(n_ * qd_) * es, full);
+    o.k = place(shared.k, size_t(n_ * kv_) * es, full);
+    o.v = place(shared.v, size_t(n_ * kv_) * es, full);
+    o.lse = place(shared.lse, size_t(bht) * 4, full);
+    o.ctx = place(shared.ctx, size_t(n_ * qd_) * es, full);
+    o.mid = place(shared.mid, size_t(n_ * c_) * es, full);
+    o.h2 = place(shared.h2, size_t(n_ * c_) * es, elementwise);
+    o.rstd2 = place(shared.rstd2, size_t(n_) * 4, full);
+    o.gu = place(shared.gu, size_t(n_ * 2 * f_) * es, full);
+    o.a = place(shared.a, size_t(n_ * f_) * es, elementwise);
   }
   acts_ = DeviceBuffer(la.bytes());
   char* base = acts_.as<char>();
@@ -136,10 +150,42 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
   partials_ = reinterpret_cast<float*>(wb + part_at);
   ws_ = wb + ws_at;
 
-  qkv_ = std::make_unique<Projection>(lt_, n_, c_, width_, false, "qkv");
-  o_ = std::make_unique<Projection>(lt_, n_, qd_, c_, true, "attention output");
-  gu_ = std::make_unique<Projection>(lt_, n_, c_, 2 * f_, false, "gate and up");
-  down_ = std::make_unique<Projection>(lt_, n_, f_, c_, true, "down");
+  // Per projection: input and output widths, whether the residual is added in the
+  // epilogue, its name.
+  const int64_t dims[kProjCount][2] = {{c_, width_}, {qd_, c_}, {c_, 2 * f_}, {f_, c_}};
+  const bool residual[kProjCount] = {false, true, false, true};
+  const char* names[kProjCount] = {"qkv", "attention output", "gate and up", "down"};
+  fp8_ = config_.precision == Precision::kFp8;
+  if (fp8_) {
+    constexpr int kPer = bert::Fp8Linear::kMetasPerLayer;
+    std::vector<bert::Fp8Meta> metas;
+    for (int i = 0; i < kProjCount * shape_.layers; ++i) {
+      metas.push_back(bert::fp8_meta_init(false, true));   // x: E4M3, delayed
+      metas.push_back(bert::fp8_meta_init(false, false));  // W: E4M3, current
+      metas.push_back(bert::fp8_meta_init(true, true));    // dy: E5M2, delayed
+    }
+    fp8_metas_ = DeviceBuffer(metas.size() * sizeof(bert::Fp8Meta));
+    GPUVS_CUDA_CHECK(
+        cudaMemcpy(fp8_metas_.get(), metas.data(), fp8_metas_.bytes(), cudaMemcpyHostToDevice));
+    std::vector<bert::Fp8ScaleJob> jobs;
+    for (int p = 0; p < kProjCount; ++p) {
+      fp8_lin_[p] = std::make_unique<bert::Fp8Linear>(
+          lt_, n_, dims[p][0], dims[p][1], shape_.layers, true,
+          fp8_metas_.as<bert::Fp8Meta>() + p * shape_.layers * kPer, names[p],
+          bert::Fp8Epilogue{false, residual[p]});
+      for (size_t l = 0; l < size_t(shape_.layers); ++l)
+        if (const auto job = fp8_lin_[p]->weight_scale_job(
+                int(l), master_.as<float>() + weight_offset(Proj(p), l)))
+          jobs.push_back(*job);
+    }
+    fp8_weight_scales_ = bert::Fp8ScaleBatch(jobs);
+  } else {
+    for (int p = 0; p < kProjCount; ++p)
+      proj_[p] =
+          std::make_unique<Projection>(lt_, n_, dims[p][0], dims[p][1], residual[p], names[p]);
+  }
+  // The LM head stays bf16 in fp8 runs, as torchtitan's Float8 training leaves its
+  // output layer: its gradient over 128256 logits is the least suited to one scale.
   head_ = std::make_unique<Projection>(lt_, n_, c_, v_, false, "lm head");
   bert::flash_attention_init();
 
@@ -159,6 +205,7 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
       bert::init_normal(dst, p.count, kInitStd, config_.seed, i, s);
   }
   sync_working_copy();
+  fp8_weights_stale_ = fp8_;  // the FP8 weights are cast before the first step
   const bert::LossScaleState scaler{1.0f, 0, 0, 0};
   GPUVS_CUDA_CHECK(
       cudaMemcpyAsync(scaler_.get(), &scaler, sizeof(scaler), cudaMemcpyHostToDevice, s));
@@ -169,6 +216,50 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
                                    cudaMemcpyHostToDevice, s));
   stream_.synchronize();
   generate_input(config_.seed);
+  if (fp8_) calibrate_fp8();
+}
+
+int64_t LlamaTraining::weight_offset(Proj p, size_t l) const {
+  const LayerParams& o = layout_.layers[l];
+  switch (p) {
+    case Proj::kQkv:
+      return o.wqkv;
+    case Proj::kO:
+      return o.wo;
+    case Proj::kGu:
+      return o.wgu;
+    case Proj::kDown:
+      break;
+  }
+  return o.wdown;
+}
+
+void LlamaTraining::cast_fp8_weights() {
+  const cudaStream_t s = stream_.get();
+  fp8_weight_scales_.run(s);
+  for (int p = 0; p < kProjCount; ++p)
+    for (size_t l = 0; l < layers_.size(); ++l)
+      fp8_lin_[p]->cast_weight(int(l), master_.as<float>() + weight_offset(Proj(p), l), s);
+}
+
+// Two steps on the synthetic batch fill the amax histories (the first step's
+// activations and gradients are cast with scale 1, the second one's are scaled); then
+// the state of a fresh model: zero gradients, no loss, AdamW untouched.
+void LlamaTraining::calibrate_fp8() {
+  for (int i = 0; i < 2; ++i)
+    forward_backward(false);
+  const cudaStream_t s = stream_.get();
+  GPUVS_CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.bytes(), s));
+  GPUVS_CUDA_CHECK(cudaMemsetAsync(loss_, 0, 12, s));
+  stream_.synchronize();
+}
+
+std::string LlamaTraining::fp8_plan() const {
+  if (!fp8_) return {};
+  std::string out;
+  for (const auto& f : fp8_lin_)
+    out += f->plan() + "\n";
+  return out + "lm head: bf16 (kept so in fp8 runs)\n";
 }
 
 void LlamaTraining::sync_working_copy() {
@@ -234,6 +325,7 @@ void LlamaTraining::set_tensor(const std::string& name, const HostTensor& t) {
   GPUVS_CUDA_CHECK(cudaMemcpyAsync(master_.as<float>() + p->offset, t.data.data(),
                                    size_t(p->count) * 4, cudaMemcpyHostToDevice, s));
   sync_working_copy();
+  fp8_weights_stale_ = fp8_;  // cast before the next step
   stream_.synchronize();
 }
 
@@ -279,11 +371,11 @@ std::unique_ptr<Model> make_llama_training_of_shape(const ModelConfig& c, const 
   const std::optional<llama::Shape> shape = s;
   if (c.mode != Mode::kTrain)
     throw UsageError("llama: this model trains; inference is gpuvs model llama --mode infer");
-  if (c.precision != Precision::kBf16)
-    throw UsageError(fmt::format(
-        "llama training: --precision {} is not built; bf16 is (the attention kernels are "
-        "16-bit; fp8 training is not built yet)",
-        to_string(c.precision)));
+  if (c.precision != Precision::kBf16 && c.precision != Precision::kFp8)
+    throw UsageError(
+        fmt::format("llama training: --precision {} is not built; bf16 and fp8 are (the attention "
+                    "kernels are 16-bit)",
+                    to_string(c.precision)));
   if (c.batch < 1) throw UsageError(fmt::format("llama: batch {} (at least 1)", c.batch));
   if (c.seq < 64 || c.seq % 64 != 0 || c.seq > shape->max_context)
     throw UsageError(fmt::format("llama: --seq {}: a multiple of 64 up to {}'s context of {}",
@@ -292,26 +384,48 @@ std::unique_ptr<Model> make_llama_training_of_shape(const ModelConfig& c, const 
     throw UsageError(
         fmt::format("llama: the attention kernels do not take head size {}", shape->head_dim()));
   DeviceScope scope(device);
+  if (c.precision == Precision::kFp8) {
+    int major = 0, minor = 0;
+    GPUVS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    GPUVS_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    if (const auto why = fp8_refusal(major, minor)) throw UsageError("llama training: " + *why);
+  }
   const auto [free_b, total_b] = device_memory_info();
   // FP32 master, m, v and gradient and the bf16 copy: 18 bytes a parameter; then what
   // one sequence keeps: per layer and token the bf16 activations of LayerActs (the
   // input, two norms, the mid-point, Q, K, V, the context, gate and up, SwiGLU), its
   // logits and its share of the scratch.
+  // fp8 adds each projection's weight twice in E4M3 (W and W^T) and, per layer and
+  // token, the E4M3 copies of the projections' inputs the weight gradients read, plus
+  // one layer's E4M3 inputs and E5M2 gradients of scratch.
   const llama::Shape& sh = *shape;
-  const double states = 18.0 * double(llama::parameter_count(sh));
+  const bool fp8 = c.precision == Precision::kFp8;
   const double qd = double(sh.heads) * sh.head_dim(), kv = sh.kv_dim();
-  const double per_token =
-      2.0 * (sh.layers * (4.0 * sh.hidden + 2 * qd + 2 * kv + 3.0 * sh.intermediate) + sh.vocab +
-             4.0 * sh.hidden + 2 * qd + 2 * kv + 3.0 * sh.intermediate);
+  const double h = sh.hidden, f = sh.intermediate;
+  const double layer_weights = sh.layers * h * (qd + 2 * kv + qd + 3 * f);
+  const double states = 18.0 * double(llama::parameter_count(sh)) + (fp8 ? 2 * layer_weights : 0);
+  const double fp8_inputs = 2 * h + qd + f, fp8_grads = qd + 2 * kv + h + 2 * f + h;
+  // --recompute keeps less per layer and one layer's worth of what it recomputes.
+  const double all = 4.0 * h + 2 * qd + 2 * kv + 3.0 * f;
+  double kept = all, shared = 0;
+  if (c.recompute == Recompute::kSelective) {
+    kept = all - (2 * h + f);
+    shared = 2 * h + f;
+  } else if (c.recompute == Recompute::kFull) {
+    kept = h;
+    shared = all - h;
+  }
+  const double per_token = 2.0 * (sh.layers * kept + shared + sh.vocab + all) +
+                           (fp8 ? sh.layers * fp8_inputs + fp8_inputs + 2 * fp8_grads : 0);
   const double one_sequence = per_token * c.seq;
   if (states + one_sequence > double(free_b))
     throw OutOfMemoryError(fmt::format(
         "{} does not train on one GPU with this memory: its weights, gradients and AdamW "
         "state take {} (18 bytes a parameter: FP32 master, moments and gradient, the bf16 "
-        "copy) and one sequence of {} tokens {} more, where GPU {} has {} free; gpuvs advise "
+        "copy{}) and one sequence of {} tokens {} more, where GPU {} has {} free; gpuvs advise "
         "lays out a run that shards them over GPUs",
-        sh.name, format_si(states, "B"), c.seq, format_si(one_sequence, "B"), device,
-        format_si(double(free_b), "B")));
+        sh.name, format_si(states, "B"), fp8 ? "; the E4M3 weights twice" : "", c.seq,
+        format_si(one_sequence, "B"), device, format_si(double(free_b), "B")));
   return std::make_unique<llama::training_detail::LlamaTraining>(c, *shape, device);
 }
 

@@ -15,9 +15,15 @@
 //
 // Precision: bf16 (activations, the residual stream, the GEMMs' inputs in bf16, FP32
 // accumulation), FP32 master weights, FP32 gradients (the weight-gradient GEMMs write
-// FP32, so micro-steps and a tied embedding's two contributions add in FP32). Other
-// precisions are refused with the reason (the attention kernels are 16-bit; fp8 is not
-// built).
+// FP32, so micro-steps and a tied embedding's two contributions add in FP32). fp8
+// (compute capability 8.9 or newer): the four projections of every layer run their
+// forward, data- and weight-gradient GEMMs in FP8 (bert/fp8_linear.h: E4M3 inputs and
+// weights, E5M2 gradients, per-tensor scales, delayed for activations and gradients
+// and current for weights, as Transformer Engine and torchao's Float8 training scale
+// them); attention, the norms, SwiGLU, the LM head and the loss stay bf16 (the head as
+// torchtitan's Float8 training leaves its output layer). A GEMM cuBLASLt will not run
+// in FP8 runs in bf16 (fp8_plan() says which). Other precisions are refused with the
+// reason (the attention kernels are 16-bit).
 //
 // Optimizer: AdamW (torch.optim.AdamW: bias-corrected, decoupled decay) with Llama 3's
 // published settings (The Llama 3 Herd of Models, 2024, section 3.4.1: peak learning
@@ -38,9 +44,9 @@ namespace gpuvs::models {
 
 // config.model is "llama-1b", "llama-3b" or "llama-8b", config.mode kTrain, config.seq
 // the sequence length. Throws UsageError for an unknown size, a precision other than
-// bf16, a sequence that is not a multiple of 64 or beyond the model's context, a
-// batch below 1; OutOfMemoryError when it does not fit (the message says what the
-// weights and optimizer state alone take where those do not fit).
+// bf16 or fp8 (fp8 below compute capability 8.9), a sequence that is not a multiple of 64 or beyond
+// the model's context, a batch below 1; OutOfMemoryError when it does not fit (the message says
+// what the weights and optimizer state alone take where those do not fit).
 std::unique_ptr<Model> make_llama_training(const ModelConfig& config, int device);
 
 // The same at any decoder shape (the checks against transformers use a small one):

@@ -17,6 +17,8 @@
 #include "gpu/device.h"
 #include "gpu/gemm_spec.h"
 #include "measure/region_timer.h"
+#include "models/bert/fp8.h"
+#include "models/bert/fp8_linear.h"
 #include "models/bert/gemm.h"
 #include "models/bert/kernels.h"
 #include "models/layers/gemm_dtype.h"
@@ -133,6 +135,14 @@ struct Projection {
   }
 };
 
+// A decoder layer's four projections, in the order of LlamaTraining's arrays and of
+// the FP8 metas.
+enum class Proj { kQkv, kO, kGu, kDown };
+constexpr int kProjCount = 4;
+constexpr size_t index(Proj p) {
+  return size_t(p);
+}
+
 // One layer's activations kept for the backward.
 struct LayerActs {
   void* x = nullptr;                              // (N, C) the layer's input (the residual stream)
@@ -187,16 +197,47 @@ class LlamaTraining final : public Model {
   void enable_layer_timing(bool on) override { timer_.enable(on); }
   std::vector<std::pair<std::string, double>> layer_times() override { return timer_.totals(); }
 
+  // fp8: which GEMMs run in FP8, one line per projection (Fp8Linear::plan()), and the
+  // LM head's; empty for bf16.
+  std::string fp8_plan() const;
+
  private:
   void run_forward(bool train);
   void run_backward(bool accumulate);
-  void layer_forward(size_t l);
+  // recomputing: in the backward (config.recompute full): no profile marks of its own,
+  // and the down projection, whose output the next layer kept, not run.
+  void layer_forward(size_t l, bool recomputing = false);
+  // What config.recompute says layer l's backward needs again, before it.
+  void recompute(size_t l);
   void layer_backward(size_t l, bool accumulate);
   bert::FlashArgs flash_args(const LayerActs& a) const;
   // The rotary split between qkv_tmp_ and (q, k, v), either way.
   RopeSplitArgs rope_args(void* q, void* k, void* v) const;
   // The head merge or split between `tokens` (N, H*D) and o_heads_ (B, H, T, D).
   bert::HeadsArgs heads_args(void* tokens) const;
+  // y (N, out) = x W^T [+ residual] of projection p in layer l, in bf16 (Projection)
+  // or FP8 (Fp8Linear; its casts are timed as "<region> fp8 cast", its GEMM in the
+  // projection's region).
+  // marks false: no FP8 profile marks (recomputing); cast_done: x's FP8 cast was fused
+  // into the kernel that produced it.
+  void project(Proj p, size_t l, const void* x, void* y, const void* residual, bool marks = true,
+               bool cast_done = false);
+  // Its gradients: dW (+)= dy^T x (FP32), dx = dy W; cast_done: dy's FP8 cast was fused.
+  void project_backward(Proj p, size_t l, const void* x, const void* dy, void* dx, bool accumulate,
+                        bool cast_done = false);
+  // SwiGLU of layer l: bf16, its output in the layer's `a`; fp8: fused with the down
+  // projection's input cast (true: the cast is done; `a` written only where a bf16
+  // GEMM reads it). marks: the cast's profile mark.
+  bool swiglu_into_down(size_t l, bool marks);
+  // SwiGLU's backward from d_a_: bf16 (or an FP8 GEMM of gate and up refused), the
+  // gradient over gu in place (false); fp8, fused with the gate and up projections'
+  // gradient cast (true: gu keeps its values).
+  bool swiglu_grad_into_gate_up(size_t l);
+  int64_t weight_offset(Proj p, size_t l) const;
+  void cast_fp8_weights();  // every FP8 weight from the master, current scaling
+  void calibrate_fp8();     // fills the delayed scales' histories
+  void before_step();       // fp8: weights set through set_tensor are cast
+  void after_step();        // fp8: delayed scales updated
   void* param(int64_t off) const { return model_copy_.as<char>() + off * 2; }
   float* grad(int64_t off) const { return grads_.as<float>() + off; }
   void sync_working_copy();  // bf16 copy of the master weights
@@ -213,7 +254,13 @@ class LlamaTraining final : public Model {
   Stream stream_;
   LtHandle lt_;
   RegionTimer timer_;
-  std::unique_ptr<Projection> qkv_, o_, gu_, down_, head_;
+  std::unique_ptr<Projection> proj_[kProjCount];  // bf16 only
+  std::unique_ptr<Projection> head_;              // bf16 in both precisions
+  bool fp8_ = false;
+  bool fp8_weights_stale_ = false;
+  DeviceBuffer fp8_metas_;  // (kProjCount, layers, Fp8Linear::kMetasPerLayer) Fp8Meta
+  std::unique_ptr<bert::Fp8Linear> fp8_lin_[kProjCount];  // fp8 only
+  bert::Fp8ScaleBatch fp8_weight_scales_;
 
   DeviceBuffer master_, model_copy_, grads_, adam_m_, adam_v_, scaler_;
   DeviceBuffer acts_;  // every layer's LayerActs

@@ -54,29 +54,153 @@ bert::HeadsArgs LlamaTraining::heads_args(void* tokens) const {
   return h;
 }
 
-void LlamaTraining::layer_forward(size_t l) {
+namespace {
+
+// Profile regions per projection: forward, its FP8 casts, backward, its FP8 casts.
+struct ProjRegions {
+  const char *fwd, *fwd_cast, *bwd, *bwd_cast;
+};
+constexpr ProjRegions kRegions[kProjCount] = {
+    {"fwd qkv", "fwd qkv fp8 cast", "bwd qkv", "bwd qkv fp8 cast"},
+    {"fwd attention output", "fwd attention output fp8 cast", "bwd attention output",
+     "bwd attention output fp8 cast"},
+    {"fwd gate and up", "fwd gate and up fp8 cast", "bwd gate and up", "bwd gate and up fp8 cast"},
+    {"fwd down", "fwd down fp8 cast", "bwd down", "bwd down fp8 cast"},
+};
+
+}  // namespace
+
+void LlamaTraining::project(Proj p, size_t l, const void* x, void* y, const void* residual,
+                            bool marks, bool cast_done) {
+  const cudaStream_t s = stream_.get();
+  const void* w = param(weight_offset(p, l));
+  if (!fp8_) {
+    proj_[index(p)]->fwd->run(x, w, y, 1.0f, residual ? 1.0f : 0.0f, residual, nullptr, ws_, s);
+    return;
+  }
+  const ProjRegions& r = kRegions[index(p)];
+  const bert::Fp8Marks m = marks ? bert::Fp8Marks{&timer_, r.fwd_cast, r.fwd} : bert::Fp8Marks{};
+  fp8_lin_[index(p)]->forward(int(l), x, w, nullptr, y, ws_, s, m, cast_done, residual);
+}
+
+void LlamaTraining::project_backward(Proj p, size_t l, const void* x, const void* dy, void* dx,
+                                     bool accumulate, bool cast_done) {
+  const cudaStream_t s = stream_.get();
+  const int64_t off = weight_offset(p, l);
+  const float beta = accumulate ? 1.0f : 0.0f;
+  if (!fp8_) {
+    const Projection& pr = *proj_[index(p)];
+    pr.wgrad->run(dy, x, grad(off), 1.0f, beta, grad(off), nullptr, ws_, s);
+    pr.dgrad->run(dy, param(off), dx, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
+    return;
+  }
+  const ProjRegions& r = kRegions[index(p)];
+  bert::Fp8Backward b;
+  b.layer = int(l);
+  b.x = x;
+  b.w16 = param(off);
+  b.dy = dy;
+  b.dx = dx;
+  b.dw = grad(off);
+  b.beta_dw = beta;
+  b.ws = ws_;
+  b.marks = {&timer_, r.bwd_cast, r.bwd};
+  b.dy_cast_done = cast_done;
+  fp8_lin_[index(p)]->backward(b, s);
+}
+
+bool LlamaTraining::swiglu_into_down(size_t l, bool marks) {
+  const cudaStream_t s = stream_.get();
+  LayerActs& a = layers_[l];
+  if (!fp8_) {
+    swiglu(a.gu, a.a, n_, int(f_), DType::kBF16, s);
+    return false;
+  }
+  // The down projection's E4M3 input (and its transpose) straight from gate and up;
+  // the bf16 output only where a GEMM reads it.
+  const bert::Fp8Linear& down = *fp8_lin_[index(Proj::kDown)];
+  if (marks) timer_.mark(kRegions[index(Proj::kDown)].fwd_cast, s);
+  bert::Fp8CastArgs c = down.input_cast(int(l), a.gu);
+  c.op = bert::Fp8CastOp::kSwiglu;
+  c.value_out = down.reads_bf16_input() ? a.a : nullptr;
+  bert::fp8_cast(c, s);
+  return true;
+}
+
+bool LlamaTraining::swiglu_grad_into_gate_up(size_t l) {
+  const cudaStream_t s = stream_.get();
+  LayerActs& a = layers_[l];
+  if (!fp8_ || fp8_lin_[index(Proj::kGu)]->reads_bf16_grad()) {
+    swiglu_backward(a.gu, d_a_, a.gu, n_, int(f_), DType::kBF16, s);  // gu now its gradient
+    return false;
+  }
+  // The gate and up projections' E5M2 gradient (and its transpose) straight from
+  // SwiGLU's gradient: no bf16 copy, as no GEMM reads one.
+  timer_.mark(kRegions[index(Proj::kGu)].bwd_cast, s);
+  bert::Fp8CastArgs c = fp8_lin_[index(Proj::kGu)]->grad_cast(int(l), d_a_);
+  c.op = bert::Fp8CastOp::kSwigluGrad;
+  c.aux = a.gu;
+  bert::fp8_cast(c, s);
+  return true;
+}
+
+void LlamaTraining::layer_forward(size_t l, bool recomputing) {
   const cudaStream_t s = stream_.get();
   const LayerParams& p = layout_.layers[l];
   LayerActs& a = layers_[l];
   void* out = l + 1 < layers_.size() ? layers_[l + 1].x : x_out_;
   const float eps = float(shape_.rms_norm_eps);
-  timer_.mark("fwd qkv", s);
+  // Recomputing, the whole layer is the backward's "bwd recompute" region.
+  const auto mark = [&](const char* region) {
+    if (!recomputing) timer_.mark(region, s);
+  };
+  mark("fwd qkv");
   rms_norm_forward_train(a.x, param(p.attn_norm), a.h1, a.rstd1, n_, int(c_), eps, DType::kBF16, s);
-  qkv_->fwd->run(a.h1, param(p.wqkv), qkv_tmp_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
-  timer_.mark("fwd rope", s);
+  project(Proj::kQkv, l, a.h1, qkv_tmp_, nullptr, !recomputing);
+  mark("fwd rope");
   rope_split_forward(rope_args(a.q, a.k, a.v), s);
-  timer_.mark("fwd attention", s);
+  mark("fwd attention");
   bert::flash_attention_forward(flash_args(a), s);
   bert::heads_to_tokens(heads_args(a.ctx), s);
-  timer_.mark("fwd attention output", s);
-  o_->fwd->run(a.ctx, param(p.wo), a.mid, 1.0f, 1.0f, a.x, nullptr, ws_, s);
-  timer_.mark("fwd gate and up", s);
+  mark("fwd attention output");
+  project(Proj::kO, l, a.ctx, a.mid, a.x, !recomputing);
+  mark("fwd gate and up");
   rms_norm_forward_train(a.mid, param(p.mlp_norm), a.h2, a.rstd2, n_, int(c_), eps, DType::kBF16,
                          s);
-  gu_->fwd->run(a.h2, param(p.wgu), a.gu, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
-  timer_.mark("fwd down", s);
-  swiglu(a.gu, a.a, n_, int(f_), DType::kBF16, s);
-  down_->fwd->run(a.a, param(p.wdown), out, 1.0f, 1.0f, a.mid, nullptr, ws_, s);
+  project(Proj::kGu, l, a.h2, a.gu, nullptr, !recomputing);
+  mark("fwd down");
+  // The layer's output is the next layer's kept input: recomputing runs neither the
+  // down projection nor, in fp8 (whose weight gradient reads the E4M3 input the
+  // forward kept), SwiGLU, unless a bf16 GEMM reads its output.
+  if (recomputing && fp8_ && !fp8_lin_[index(Proj::kDown)]->reads_bf16_input()) return;
+  const bool cast_done = swiglu_into_down(l, !recomputing);
+  if (!recomputing) project(Proj::kDown, l, a.a, out, a.mid, true, cast_done);
+}
+
+void LlamaTraining::recompute(size_t l) {
+  const Recompute rc = config_.recompute;
+  if (rc == Recompute::kNone) return;
+  const cudaStream_t s = stream_.get();
+  timer_.mark("bwd recompute", s);
+  if (rc == Recompute::kFull) {
+    layer_forward(l, true);
+    return;
+  }
+  // Selective: the norms' and SwiGLU's outputs, where a GEMM reads them in bf16 (an
+  // FP8 weight gradient reads the E4M3 copy its forward kept instead).
+  const LayerParams& p = layout_.layers[l];
+  LayerActs& a = layers_[l];
+  const float eps = float(shape_.rms_norm_eps);
+  const auto read_in_bf16 = [&](Proj which) {
+    return !fp8_ || fp8_lin_[index(which)]->reads_bf16_input();
+  };
+  if (read_in_bf16(Proj::kQkv))
+    rms_norm_forward_train(a.x, param(p.attn_norm), a.h1, a.rstd1, n_, int(c_), eps, DType::kBF16,
+                           s);
+  if (read_in_bf16(Proj::kGu))
+    rms_norm_forward_train(a.mid, param(p.mlp_norm), a.h2, a.rstd2, n_, int(c_), eps, DType::kBF16,
+                           s);
+  if (read_in_bf16(Proj::kDown)) swiglu(a.gu, a.a, n_, int(f_), DType::kBF16, s);
 }
 
 void LlamaTraining::run_forward(bool train) {
@@ -110,7 +234,7 @@ void LlamaTraining::layer_backward(size_t l, bool accumulate) {
   const cudaStream_t s = stream_.get();
   const LayerParams& p = layout_.layers[l];
   LayerActs& a = layers_[l];
-  const float beta = accumulate ? 1.0f : 0.0f;
+  recompute(l);
   RmsNormBackwardArgs nb;
   nb.rows = n_;
   nb.c = int(c_);
@@ -122,20 +246,17 @@ void LlamaTraining::layer_backward(size_t l, bool accumulate) {
   nb.partials = partials_;
 
   timer_.mark("bwd down", s);
-  down_->wgrad->run(d_stream_, a.a, grad(p.wdown), 1.0f, beta, grad(p.wdown), nullptr, ws_, s);
-  down_->dgrad->run(d_stream_, param(p.wdown), d_a_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
-  swiglu_backward(a.gu, d_a_, a.gu, n_, int(f_), DType::kBF16, s);  // gu now holds its gradient
+  project_backward(Proj::kDown, l, a.a, d_stream_, d_a_, accumulate);
+  const bool gu_cast_done = swiglu_grad_into_gate_up(l);
   timer_.mark("bwd gate and up", s);
-  gu_->wgrad->run(a.gu, a.h2, grad(p.wgu), 1.0f, beta, grad(p.wgu), nullptr, ws_, s);
-  gu_->dgrad->run(a.gu, param(p.wgu), dh_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
+  project_backward(Proj::kGu, l, a.h2, a.gu, dh_, accumulate, gu_cast_done);
   nb.x = a.mid;
   nb.w = param(p.mlp_norm);
   nb.rstd = a.rstd2;
   nb.dw = grad(p.mlp_norm);
   rms_norm_backward(nb, s);
   timer_.mark("bwd attention output", s);
-  o_->wgrad->run(d_stream_, a.ctx, grad(p.wo), 1.0f, beta, grad(p.wo), nullptr, ws_, s);
-  o_->dgrad->run(d_stream_, param(p.wo), d_ctx_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
+  project_backward(Proj::kO, l, a.ctx, d_stream_, d_ctx_, accumulate);
   timer_.mark("bwd attention", s);
   bert::tokens_to_heads(heads_args(d_ctx_), s);
   bert::FlashBackwardArgs fb;
@@ -152,8 +273,7 @@ void LlamaTraining::layer_backward(size_t l, bool accumulate) {
   timer_.mark("bwd rope", s);
   rope_split_backward(rope_args(dq_, dk_, dv_), s);
   timer_.mark("bwd qkv", s);
-  qkv_->wgrad->run(qkv_tmp_, a.h1, grad(p.wqkv), 1.0f, beta, grad(p.wqkv), nullptr, ws_, s);
-  qkv_->dgrad->run(qkv_tmp_, param(p.wqkv), dh_, 1.0f, 0.0f, nullptr, nullptr, ws_, s);
+  project_backward(Proj::kQkv, l, a.h1, qkv_tmp_, dh_, accumulate);
   nb.x = a.x;
   nb.w = param(p.attn_norm);
   nb.rstd = a.rstd1;
@@ -191,15 +311,33 @@ void LlamaTraining::run_backward(bool accumulate) {
   bert::embedding_scatter(ids_, d_stream_, n_, int(c_), DType::kBF16, grad(layout_.embed), s);
 }
 
-void LlamaTraining::forward() {
-  run_forward(false);
+void LlamaTraining::before_step() {
+  if (!fp8_weights_stale_) return;
+  cast_fp8_weights();
+  fp8_weights_stale_ = false;
+}
+
+void LlamaTraining::after_step() {
+  if (fp8_) {
+    timer_.mark("fp8 scale update", stream_.get());
+    bert::update_fp8_metas(fp8_metas_.as<bert::Fp8Meta>(),
+                           kProjCount * shape_.layers * bert::Fp8Linear::kMetasPerLayer,
+                           stream_.get());
+  }
   timer_.stop(stream_.get());
 }
 
+void LlamaTraining::forward() {
+  before_step();
+  run_forward(false);
+  after_step();
+}
+
 void LlamaTraining::forward_backward(bool accumulate) {
+  before_step();
   run_forward(true);
   run_backward(accumulate);
-  timer_.stop(stream_.get());
+  after_step();
 }
 
 void LlamaTraining::optimizer_step(int micro_steps) {
@@ -222,6 +360,10 @@ void LlamaTraining::optimizer_step(int micro_steps) {
   a.micro_steps = micro_steps;
   a.scaler = scaler_.as<bert::LossScaleState>();
   bert::adamw_step(a, s);
+  if (fp8_) {
+    timer_.mark("adamw fp8 weight cast", s);
+    cast_fp8_weights();
+  }
   timer_.stop(s);
 }
 

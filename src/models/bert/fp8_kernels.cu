@@ -56,13 +56,20 @@ __device__ __forceinline__ void load8(const T* p, float* v) {
     v[j] = to_f(x.e[j]);
 }
 
+// Output tiles per block: the fused SwiGLU gradient writes the gate's and the up
+// projection's gradient at the same columns of each half from one read of gate, up
+// and the output's gradient (a block per tile read them twice and ran 2.4x slower than
+// the unfused pair on an H200); every other cast one tile.
+template <Fp8CastOp kOp>
+constexpr int kTilesPerBlock = kOp == Fp8CastOp::kSwigluGrad ? 2 : 1;
+
 // The 8 values at (row, col) of a fused SwiGLU cast (kOp kSwiglu or kSwigluGrad,
-// fp8.h), in FP32 (v) and rounded to T (out16), as the SwiGLU kernels compute them
-// (layers/swiglu.cuh). A 64-column tile lies wholly in the gate half or the up half
-// (cols / 2 is a multiple of 64: checked by fp8_cast).
+// fp8.h), rounded to T (out16[t], per output tile t) as the SwiGLU kernels compute
+// them (layers/swiglu.cuh). kSwigluGrad: col in the gate half; out16[0] the gate's
+// gradient there, out16[1] the up projection's at col + cols / 2.
 template <class T, Fp8CastOp kOp>
 __device__ __forceinline__ void swiglu_piece(const Fp8CastArgs& a, int64_t row, int64_t col,
-                                             float* v, Vec<T>& out16) {
+                                             Vec<T>* out16) {
   float g[kPiece], u[kPiece];
   if constexpr (kOp == Fp8CastOp::kSwiglu) {
     const T* gu = static_cast<const T*>(a.src) + row * 2 * a.cols + col;
@@ -70,31 +77,28 @@ __device__ __forceinline__ void swiglu_piece(const Fp8CastArgs& a, int64_t row, 
     load8(gu + a.cols, u);
 #pragma unroll
     for (int j = 0; j < kPiece; ++j)
-      out16.e[j] = from_f<T>(swiglu_value(g[j], u[j]));
+      out16[0].e[j] = from_f<T>(swiglu_value(g[j], u[j]));
   } else {
     const int64_t half = a.cols / 2;
-    const bool gate = col < half;
-    const int64_t j0 = gate ? col : col - half;
-    const T* gu = static_cast<const T*>(a.aux) + row * a.cols + j0;
+    const T* gu = static_cast<const T*>(a.aux) + row * a.cols + col;
     float d[kPiece];
     load8(gu, g);
     load8(gu + half, u);
-    load8(static_cast<const T*>(a.src) + row * half + j0, d);
+    load8(static_cast<const T*>(a.src) + row * half + col, d);
 #pragma unroll
     for (int j = 0; j < kPiece; ++j) {
       const SwigluGrad q = swiglu_grad<T>(g[j], u[j], d[j]);
-      out16.e[j] = from_f<T>(gate ? q.gate : q.up);
+      out16[0].e[j] = from_f<T>(q.gate);
+      out16[1].e[j] = from_f<T>(q.up);
     }
   }
-#pragma unroll
-  for (int j = 0; j < kPiece; ++j)
-    v[j] = to_f(out16.e[j]);
 }
 
 template <class Src, Fp8CastOp kOp>
 __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
+  constexpr int kTiles = kTilesPerBlock<kOp>;
   // Rows padded to 80 bytes (as measured): 8-byte aligned for the row pieces.
-  __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
+  __shared__ __align__(16) uint8_t tile[kTiles][kTile][kTile + 16];
   __shared__ BlockScratch<float, kCastThreads> warp_amax;
   // kGeluGrad with colsum: the tile's values for its column sums (rows padded against
   // bank conflicts), and the sums of each quarter of the rows.
@@ -104,6 +108,7 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
   const Src* src = static_cast<const Src*>(a.src);
   const float scale = a.meta->scale;
   const int64_t r0 = int64_t(blockIdx.y) * kTile, c0 = int64_t(blockIdx.x) * kTile;
+  const int64_t tile_step = a.cols / kTiles;  // columns from one output tile to the next
   float amax = 0.0f;
 #pragma unroll
   for (int k = 0; k < kTile * kPieces / kCastThreads; ++k) {
@@ -111,13 +116,19 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
     const int r = idx / kPieces, pc = idx % kPieces;
     if (r0 + r >= a.rows) continue;
     const int64_t off = (r0 + r) * a.cols + c0 + pc * kPiece;
-    float v[kPiece];
+    float v[kTiles][kPiece];
     if constexpr (kOp == Fp8CastOp::kSwiglu || kOp == Fp8CastOp::kSwigluGrad) {
-      Vec<Src> out16;
-      swiglu_piece<Src, kOp>(a, r0 + r, c0 + pc * kPiece, v, out16);
-      if (a.value_out) store_vec(static_cast<Src*>(a.value_out) + off, out16);
+      Vec<Src> out16[kTiles];
+      swiglu_piece<Src, kOp>(a, r0 + r, c0 + pc * kPiece, out16);
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        if (a.value_out) store_vec(static_cast<Src*>(a.value_out) + off + t * tile_step, out16[t]);
+#pragma unroll
+        for (int j = 0; j < kPiece; ++j)
+          v[t][j] = to_f(out16[t].e[j]);
+      }
     } else {
-      load8(src + off, v);
+      load8(src + off, v[0]);
     }
     if constexpr (kOp == Fp8CastOp::kGelu || kOp == Fp8CastOp::kGeluGrad) {
       float h[kPiece];
@@ -125,28 +136,32 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
       Vec<Src> out16;
 #pragma unroll
       for (int j = 0; j < kPiece; ++j) {
-        out16.e[j] = from_f<Src>(kOp == Fp8CastOp::kGelu ? gelu(v[j]) : v[j] * gelu_grad(h[j]));
-        v[j] = to_f(out16.e[j]);
+        out16.e[j] =
+            from_f<Src>(kOp == Fp8CastOp::kGelu ? gelu(v[0][j]) : v[0][j] * gelu_grad(h[j]));
+        v[0][j] = to_f(out16.e[j]);
       }
       if (a.value_out) store_vec(static_cast<Src*>(a.value_out) + off, out16);
       if constexpr (kOp == Fp8CastOp::kGeluGrad) {
         if (a.colsum)
 #pragma unroll
           for (int j = 0; j < kPiece; ++j)
-            col_tile[r][pc * kPiece + j] = v[j];
+            col_tile[r][pc * kPiece + j] = v[0][j];
       }
     }
-    union {
-      uint2 raw;
-      uint8_t b[kPiece];
-    } q;
 #pragma unroll
-    for (int j = 0; j < kPiece; ++j) {
-      amax = fmaxf(amax, fabsf(v[j]));
-      q.b[j] = to_fp8(v[j] * scale, a.e5m2);
+    for (int t = 0; t < kTiles; ++t) {
+      union {
+        uint2 raw;
+        uint8_t b[kPiece];
+      } q;
+#pragma unroll
+      for (int j = 0; j < kPiece; ++j) {
+        amax = fmaxf(amax, fabsf(v[t][j]));
+        q.b[j] = to_fp8(v[t][j] * scale, a.e5m2);
+      }
+      if (a.out) *reinterpret_cast<uint2*>(a.out + off + t * tile_step) = q.raw;
+      *reinterpret_cast<uint2*>(&tile[t][r][pc * kPiece]) = q.raw;
     }
-    if (a.out) *reinterpret_cast<uint2*>(a.out + off) = q.raw;
-    *reinterpret_cast<uint2*>(&tile[r][pc * kPiece]) = q.raw;
   }
   if (a.out_t) {
     __syncthreads();
@@ -156,18 +171,22 @@ __global__ void __launch_bounds__(kCastThreads) cast_kernel(Fp8CastArgs a) {
     // either way (0.345 ms per step for the QKV input, regions timed eagerly). rows %
     // 32 == 0, so a piece is wholly inside or wholly past the last row.
 #pragma unroll
-    for (int k = 0; k < kTile * kTPieces / kCastThreads; ++k) {
-      const int idx = threadIdx.x + k * kCastThreads;
-      const int ct = idx / kTPieces, pr = idx % kTPieces;  // column of src, 16-row group
-      if (r0 + pr * kTPiece >= a.rows) continue;
-      union {
-        uint4 raw;
-        uint8_t b[kTPiece];
-      } q;
+    for (int t = 0; t < kTiles; ++t) {
 #pragma unroll
-      for (int j = 0; j < kTPiece; ++j)
-        q.b[j] = tile[pr * kTPiece + j][ct];
-      *reinterpret_cast<uint4*>(a.out_t + (c0 + ct) * a.rows + r0 + pr * kTPiece) = q.raw;
+      for (int k = 0; k < kTile * kTPieces / kCastThreads; ++k) {
+        const int idx = threadIdx.x + k * kCastThreads;
+        const int ct = idx / kTPieces, pr = idx % kTPieces;  // column of src, 16-row group
+        if (r0 + pr * kTPiece >= a.rows) continue;
+        union {
+          uint4 raw;
+          uint8_t b[kTPiece];
+        } q;
+#pragma unroll
+        for (int j = 0; j < kTPiece; ++j)
+          q.b[j] = tile[t][pr * kTPiece + j][ct];
+        *reinterpret_cast<uint4*>(a.out_t + (c0 + t * tile_step + ct) * a.rows + r0 +
+                                  pr * kTPiece) = q.raw;
+      }
     }
   }
   if constexpr (kSums) {
@@ -298,7 +317,9 @@ void fp8_cast(const Fp8CastArgs& a, cudaStream_t s) {
     throw Error(
         "fp8_cast: the fused SwiGLU gradient needs halves of whole tiles and value_out apart "
         "from aux");
-  const dim3 grid(static_cast<unsigned>(a.cols / kTile),
+  // kSwigluGrad: a block per column tile of the gate half (kTilesPerBlock).
+  const int64_t tile_cols = a.op == Fp8CastOp::kSwigluGrad ? a.cols / 2 : a.cols;
+  const dim3 grid(static_cast<unsigned>(tile_cols / kTile),
                   static_cast<unsigned>((a.rows + kTile - 1) / kTile));
   if (a.src_f32) {
     cast_kernel<float, Fp8CastOp::kCopy><<<grid, kCastThreads, 0, s>>>(a);

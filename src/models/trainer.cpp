@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bench/compute/gemm_runner.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/units.h"
@@ -170,6 +171,64 @@ Result per_item_rate(const Result& headline, const std::string& id, const std::s
     v *= per_item;
   r.stats = compute_stats(r.samples);
   r.value = r.stats.median;
+  return r;
+}
+
+// MFU against what this GPU's GEMMs reach: the model's FLOP/s over an 8192^3 GEMM
+// (TN, cuBLASLt's fastest of its first heuristic algorithms) at the run's precision
+// (fp8: E4M3), timed right after the model's steps, in a burst as compute.gemm times
+// it; the GEMM's sustained rate after a second of back-to-back products (the clock
+// the model's steps ran at, under the power cap) goes into the parameters, with the
+// MFU against it. Unsupported with the reason where the GEMM cannot run.
+Result mfu_gemm_result(const Result& headline, const ModelConfig& cfg, BenchContext& ctx,
+                       double flops_per_item, const std::string& name) {
+  Result r = per_item_rate(headline, model_result_id(Family::kModelMfuGemm, cfg),
+                           name + ", MFU of the measured GEMM", "1", flops_per_item);
+  const auto unsupported = [&](const std::string& why) {
+    r.samples.clear();
+    r.stats = Stats{};
+    r.value = 0;
+    r.status = Status::kUnsupported;
+    r.status_reason = why;
+    return r;
+  };
+  GemmBenchOptions g;
+  g.precisions = {cfg.precision == Precision::kFp8 ? GemmPrecision::kFp8E4m3
+                                                   : GemmPrecision::kBf16};
+  g.search_best = false;
+  g.max_algos = 4;
+  g.sustained = true;
+  g.preload_s = 1.0;
+  std::vector<Result> gemm;
+  try {
+    gemm = run_gemm_bench(ctx, g);
+  } catch (const Error& e) {
+    return unsupported(fmt::format("the GEMM failed: {}", e.what()));
+  }
+  const Result* burst = nullptr;
+  const Result* sustained = nullptr;
+  for (const Result& x : gemm) {
+    if (x.status != Status::kOk || !(x.value > 0)) continue;
+    const auto m = match_result_id(x.id);
+    if (m && m->family && m->family->family == Family::kGemm) burst = &x;
+    if (m && m->family && m->family->family == Family::kGemmSustained) sustained = &x;
+  }
+  if (!burst)
+    return unsupported(gemm.empty() || gemm.front().status_reason.empty()
+                           ? std::string("no GEMM result at this precision")
+                           : gemm.front().status_reason);
+  const double peak = burst->value;
+  if (sustained) {
+    r.parameters["gemm_sustained_flops"] = sustained->value;
+    r.parameters["mfu_vs_sustained_gemm"] = r.stats.median / sustained->value;
+  }
+  for (double& v : r.samples)
+    v /= peak;
+  r.stats = compute_stats(r.samples);
+  r.value = r.stats.median;
+  r.peak = Peak{peak, "FLOP/s", "measured",
+                fmt::format("{} ({}) measured in this run right after the model's steps", burst->id,
+                            burst->name)};
   return r;
 }
 
@@ -440,6 +499,11 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
       r.status_reason = st.energy_note;
       out.push_back(std::move(r));
     }
+  }
+  if (const ModelDef* def = find_model_def(cfg.model);
+      def && def->decoder && cfg.mode == Mode::kTrain) {
+    progress("the GEMM the MFU is also measured against");
+    out.push_back(mfu_gemm_result(headline, cfg, ctx, flops / items, spec.name));
   }
   if (search) {
     const BatchSearchResult& s = search->search;

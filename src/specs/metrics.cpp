@@ -76,6 +76,7 @@ void add_model_metrics(std::vector<MetricDef>& out) {
       {Family::kModelDecodeShare, ".decode.bandwidth_share", ", decode bandwidth share", "1", true,
        false},
       {Family::kModelMfu, ".mfu", ", MFU", "1", true, false},
+      {Family::kModelMfuGemm, ".mfu.gemm", ", MFU of the measured GEMM", "1", true, false},
   };
   auto decoder_only = [](Family f) {
     return f == Family::kModelPrefill || f == Family::kModelDecode || f == Family::kModelTtft ||
@@ -88,7 +89,8 @@ void add_model_metrics(std::vector<MetricDef>& out) {
         if (decoder_only(f.family) && (!model.decoder || std::string_view(mode) == "train"))
           continue;
         // MFU: decoder training only (the figure LLM training is compared by).
-        if (f.family == Family::kModelMfu && (!model.decoder || std::string_view(mode) != "train"))
+        if ((f.family == Family::kModelMfu || f.family == Family::kModelMfuGemm) &&
+            (!model.decoder || std::string_view(mode) != "train"))
           continue;
         MetricDef m;
         m.id = fmt::format("model.{}.{}{}", model.id, mode, f.suffix);

@@ -278,6 +278,10 @@ std::vector<FamilyDef> make_families() {
        "Model FLOPs utilisation: the model's FLOPs (6 N per token plus attention's 12 L h s) "
        "per second over this GPU's datasheet dense peak at that precision (decoder training)",
        model_placeholders(), model_config()},
+      {F::kModelMfuGemm, "model.{model}.{mode}.{precision}.mfu.gemm", "1",
+       "Model FLOPs utilisation against the GEMM: the model's FLOPs per second over an "
+       "8192^3 GEMM at that precision measured in the same run (decoder training)",
+       model_placeholders(), model_config()},
   };
 }
 
@@ -300,7 +304,7 @@ std::vector<BenchmarkDef> make_benchmarks() {
       F::kModelRate,       F::kModelFlops,       F::kModelTokens,   F::kModelStepTime,
       F::kModelPeakMemory, F::kModelEnergy,      F::kModelMaxBatch, F::kModelLayers,
       F::kModelLayer,      F::kModelPrefill,     F::kModelDecode,   F::kModelTtft,
-      F::kModelItl,        F::kModelDecodeShare, F::kModelMfu};
+      F::kModelItl,        F::kModelDecodeShare, F::kModelMfu,      F::kModelMfuGemm};
   return {
       {"memory.hbm",
        "memory",

@@ -68,6 +68,7 @@ enum class Family {
   kModelItl,           // ... .itl
   kModelDecodeShare,   // ... .decode.bandwidth_share
   kModelMfu,           // ... .mfu (decoder training)
+  kModelMfuGemm,       // ... .mfu.gemm (decoder training, against a measured GEMM)
   kCount,
 };
 

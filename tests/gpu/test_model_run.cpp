@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -387,6 +388,23 @@ TEST(ModelRun, LlamaTrainingReportsTokensAndMfu) {
     EXPECT_EQ(mfu->status, Status::kUnsupported);
     EXPECT_FALSE(mfu->status_reason.empty());
   }
+  // Against the GEMM measured in the same run: measured, below 1 (the model's GEMMs
+  // are this one's shape at best and attention and the rest run beside them) and
+  // above the datasheet MFU (no GEMM reaches the datasheet peak).
+  const Result* mfu_gemm = find_result(run, base + ".mfu.gemm");
+  ASSERT_NE(mfu_gemm, nullptr);
+  EXPECT_EQ(mfu_gemm->status, Status::kOk) << mfu_gemm->status_reason;
+  ASSERT_TRUE(mfu_gemm->peak.has_value());
+  EXPECT_EQ(mfu_gemm->peak->kind, "measured");
+  EXPECT_NEAR(mfu_gemm->value, flops->value / mfu_gemm->peak->value, 1e-9);
+  EXPECT_GT(mfu_gemm->value, 0);
+  EXPECT_LT(mfu_gemm->value, 1);
+  if (mfu->status == Status::kOk) {
+    EXPECT_GT(mfu_gemm->value, mfu->value);
+  }
+  EXPECT_GT(mfu_gemm->parameters.count("gemm_sustained_flops"), 0u);
+  std::printf("llama-train mfu %.3f (datasheet), %.3f (GEMM %.0f TFLOP/s measured)\n", mfu->value,
+              mfu_gemm->value, mfu_gemm->peak->value / 1e12);
   const bool layers = std::any_of(run.results.begin(), run.results.end(), [&](const Result& r) {
     return r.id.rfind(base + ".layer.fwd.attention", 0) == 0;
   });

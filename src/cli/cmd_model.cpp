@@ -189,7 +189,9 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   // Known without a GPU: ResNet-50 has no FP8 path on any GPU (models/factory.cpp
   // says the same when asked directly).
   if (c.model == "resnet50" && c.precision == models::Precision::kFp8)
-    throw UsageError("--precision fp8 is BERT-only: ResNet-50 runs fp32, tf32, fp16 or bf16");
+    throw UsageError(
+        "--precision fp8 is for BERT-large and Llama training: ResNet-50 runs fp32, tf32, fp16 or "
+        "bf16");
   check_gpu_list(a.gpus);
   return run;
 }

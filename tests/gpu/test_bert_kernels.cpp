@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fp8_cast_check.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
@@ -306,35 +307,9 @@ TEST(BertKernels, FusedGeluCastsMatchTheUnfusedKernels) {
       }
       bert::fp8_cast(a, nullptr);
     }
-    const auto host = [](const DeviceBuffer& b) {
-      std::vector<uint8_t> v(b.bytes());
-      GPUVS_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), v.size(), cudaMemcpyDeviceToHost));
-      return v;
-    };
-    const auto r16 = host(ref16), f16 = host(fused16);
-    const auto q0 = host(out[0]), q1 = host(out[1]), t0 = host(out_t[0]), t1 = host(out_t[1]);
-    int64_t bad16 = 0, bad = 0, bad_t = 0, nonzero = 0;
-    for (size_t i = 0; i < r16.size(); i += 2)
-      bad16 += r16[i] != f16[i] || r16[i + 1] != f16[i + 1];
-    for (size_t i = 0; i < q0.size(); ++i) {
-      bad += q0[i] != q1[i];
-      bad_t += t0[i] != t1[i];
-      nonzero += (q0[i] & 0x7F) != 0;
-    }
-    bert::Fp8Meta m0{}, m1{};
-    GPUVS_CUDA_CHECK(cudaMemcpy(&m0, meta[0].get(), sizeof m0, cudaMemcpyDeviceToHost));
-    GPUVS_CUDA_CHECK(cudaMemcpy(&m1, meta[1].get(), sizeof m1, cudaMemcpyDeviceToHost));
-    std::printf(
-        "bert-check fused %s: %lld / %lld 16-bit values differ, %lld FP8 bytes, %lld "
-        "transposed (%lld nonzero); amax %g (unfused %g)\n",
-        what, (long long)bad16, (long long)kN, (long long)bad, (long long)bad_t, (long long)nonzero,
-        m1.amax, m0.amax);
-    EXPECT_EQ(bad16, 0) << what;
-    EXPECT_EQ(bad, 0) << what;
-    EXPECT_EQ(bad_t, 0) << what;
-    EXPECT_GT(nonzero, kN / 2) << what << ": the scale keeps most values representable";
-    EXPECT_GT(m0.amax, 0.f) << what;
-    EXPECT_EQ(m1.amax, m0.amax) << what;
+    expect_same_casts(
+        {{&ref16, &fused16}, {&out[0], &out[1]}, {&out_t[0], &out_t[1]}, {&meta[0], &meta[1]}}, kN,
+        "bert-check", what);
     if (!grad) continue;
     bert::reduce_partials(partials.as<float>(),
                           bert::fp8_colsum_partial_floats(kRows, kCols) / kCols, kCols,

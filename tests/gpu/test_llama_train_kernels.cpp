@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "fp8_cast_check.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
@@ -656,32 +657,9 @@ TEST(LlamaTrainKernels, FusedSwigluCastsMatchTheUnfusedKernels) {
       }
       bert::fp8_cast(a, nullptr);
     }
-    const auto r16 = get_bytes(ref16.get(), ref16.bytes()),
-               f16 = get_bytes(fused16.get(), fused16.bytes());
-    const auto q0 = get_bytes(out[0].get(), size_t(n)), q1 = get_bytes(out[1].get(), size_t(n));
-    const auto t0 = get_bytes(out_t[0].get(), size_t(n)), t1 = get_bytes(out_t[1].get(), size_t(n));
-    int64_t bad16 = 0, bad = 0, bad_t = 0, nonzero = 0;
-    for (size_t i = 0; i < r16.size(); i += 2)
-      bad16 += r16[i] != f16[i] || r16[i + 1] != f16[i + 1];
-    for (size_t i = 0; i < q0.size(); ++i) {
-      bad += q0[i] != q1[i];
-      bad_t += t0[i] != t1[i];
-      nonzero += (q0[i] & 0x7F) != 0;
-    }
-    bert::Fp8Meta m0{}, m1{};
-    GPUVS_CUDA_CHECK(cudaMemcpy(&m0, meta[0].get(), sizeof m0, cudaMemcpyDeviceToHost));
-    GPUVS_CUDA_CHECK(cudaMemcpy(&m1, meta[1].get(), sizeof m1, cudaMemcpyDeviceToHost));
-    std::printf(
-        "llama-kernels fused %s: %lld / %lld bf16 values differ, %lld FP8 bytes, %lld "
-        "transposed (%lld nonzero); amax %g (unfused %g)\n",
-        what, (long long)bad16, (long long)n, (long long)bad, (long long)bad_t, (long long)nonzero,
-        m1.amax, m0.amax);
-    EXPECT_EQ(bad16, 0) << what;
-    EXPECT_EQ(bad, 0) << what;
-    EXPECT_EQ(bad_t, 0) << what;
-    EXPECT_GT(nonzero, n / 2) << what << ": the scale keeps most values representable";
-    EXPECT_GT(m0.amax, 0.f) << what;
-    EXPECT_EQ(m1.amax, m0.amax) << what;
+    expect_same_casts(
+        {{&ref16, &fused16}, {&out[0], &out[1]}, {&out_t[0], &out_t[1]}, {&meta[0], &meta[1]}}, n,
+        "llama-kernels", what);
   }
 }
 

@@ -158,15 +158,7 @@ void BertLarge::build() {
   }
   if (fp8_) {
     constexpr int kPer = Fp8Linear::kMetasPerLayer;
-    std::vector<Fp8Meta> metas;
-    for (int i = 0; i < 4 * kLayers; ++i) {
-      metas.push_back(fp8_meta_init(false, true));   // x: E4M3, delayed
-      metas.push_back(fp8_meta_init(false, false));  // W: E4M3, current
-      metas.push_back(fp8_meta_init(true, true));    // dy: E5M2, delayed
-    }
-    fp8_metas_ = DeviceBuffer(metas.size() * sizeof(Fp8Meta));
-    GPUVS_CUDA_CHECK(
-        cudaMemcpy(fp8_metas_.get(), metas.data(), fp8_metas_.bytes(), cudaMemcpyHostToDevice));
+    fp8_metas_ = fp8_linear_metas(4 * kLayers);
     const int64_t shapes[kEncoderDenseCount][2] = {
         {kHidden, 3 * kHidden}, {kHidden, kHidden}, {kHidden, kFfn}, {kFfn, kHidden}};
     const char* names[kEncoderDenseCount] = {"qkv", "attention output", "ffn1", "ffn2"};

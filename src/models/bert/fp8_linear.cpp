@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "core/error.h"
+#include "gpu/check.h"
 
 namespace gpuvs::models::bert {
 
@@ -33,6 +36,19 @@ std::unique_ptr<Gemm> try_fp8(const LtHandle& handle, const RowMajorGemm& g, std
 }
 
 }  // namespace
+
+DeviceBuffer fp8_linear_metas(int layers) {
+  std::vector<Fp8Meta> metas;
+  for (int i = 0; i < layers; ++i) {
+    metas.push_back(fp8_meta_init(false, true));   // x: E4M3, delayed
+    metas.push_back(fp8_meta_init(false, false));  // W: E4M3, current
+    metas.push_back(fp8_meta_init(true, true));    // dy: E5M2, delayed
+  }
+  static_assert(Fp8Linear::kMetasPerLayer == 3, "x, W, dy");
+  DeviceBuffer out(metas.size() * sizeof(Fp8Meta));
+  GPUVS_CUDA_CHECK(cudaMemcpy(out.get(), metas.data(), out.bytes(), cudaMemcpyHostToDevice));
+  return out;
+}
 
 Fp8Linear::Fp8Linear(const LtHandle& handle, int64_t rows, int64_t in, int64_t out, int layers,
                      bool train, Fp8Meta* metas, const std::string& name,

@@ -63,6 +63,10 @@ struct Fp8Epilogue {
   bool residual = false;
 };
 
+// The device metas of `layers` Fp8Linear layers, Fp8Linear::kMetasPerLayer each and in
+// its order (x: E4M3, delayed; W: E4M3, current; dy: E5M2, delayed), initialised.
+DeviceBuffer fp8_linear_metas(int layers);
+
 class Fp8Linear {
  public:
   // metas: (layers, 3) device metas of x, W and dy per layer, initialised by the caller.

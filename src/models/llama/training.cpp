@@ -158,15 +158,7 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
   fp8_ = config_.precision == Precision::kFp8;
   if (fp8_) {
     constexpr int kPer = bert::Fp8Linear::kMetasPerLayer;
-    std::vector<bert::Fp8Meta> metas;
-    for (int i = 0; i < kProjCount * shape_.layers; ++i) {
-      metas.push_back(bert::fp8_meta_init(false, true));   // x: E4M3, delayed
-      metas.push_back(bert::fp8_meta_init(false, false));  // W: E4M3, current
-      metas.push_back(bert::fp8_meta_init(true, true));    // dy: E5M2, delayed
-    }
-    fp8_metas_ = DeviceBuffer(metas.size() * sizeof(bert::Fp8Meta));
-    GPUVS_CUDA_CHECK(
-        cudaMemcpy(fp8_metas_.get(), metas.data(), fp8_metas_.bytes(), cudaMemcpyHostToDevice));
+    fp8_metas_ = bert::fp8_linear_metas(kProjCount * shape_.layers);
     std::vector<bert::Fp8ScaleJob> jobs;
     for (int p = 0; p < kProjCount; ++p) {
       fp8_lin_[p] = std::make_unique<bert::Fp8Linear>(

@@ -308,6 +308,30 @@ float bfloat16_to_float(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
+float e4m3_to_float(uint8_t bits) {
+  const bool negative = (bits & 0x80u) != 0;
+  const int exponent = (bits >> 3) & 0xF;
+  const int mantissa = bits & 0x7;
+  if (exponent == 0xF && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  // Subnormal: mantissa x 2^-9; normal: (8 + mantissa) x 2^(exponent - 10), bias 7.
+  const float magnitude = exponent == 0
+                              ? std::ldexp(static_cast<float>(mantissa), -9)
+                              : std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);
+  return negative ? -magnitude : magnitude;
+}
+
+float round_to_e4m3(float v) {
+  if (std::isnan(v)) return v;
+  const float a = std::fabs(v);
+  if (a >= 448.0f) return std::copysign(448.0f, v);
+  if (a == 0.0f) return v;
+  // The spacing of E4M3 values around a: 2^(e - 3) for normals (e >= -6), 2^-9 below.
+  const int e = std::max(std::ilogb(a), -6);
+  const float quantum = std::ldexp(1.0f, e - 3);
+  const float r = std::nearbyint(a / quantum) * quantum;  // ties to even
+  return std::copysign(std::min(r, 448.0f), v);
+}
+
 TensorFile parse_tensor_file(std::string_view bytes, std::string_view name) {
   TensorFile out;
   out.name = std::string(name);

@@ -51,5 +51,10 @@ TensorFile load_tensor_file(const std::filesystem::path& path);
 // IEEE 754 binary16 and bfloat16 bit patterns to float (exact; NaN stays NaN).
 float half_to_float(uint16_t bits);
 float bfloat16_to_float(uint16_t bits);
+// An FP8 E4M3 (OCP "E4M3FN": no infinities, S.1111.111 NaN) bit pattern to float.
+float e4m3_to_float(uint8_t bits);
+// v rounded to the nearest E4M3 value (ties to even), saturating at +-448 as CUDA's
+// __NV_SATFINITE conversions do; NaN stays NaN.
+float round_to_e4m3(float v);
 
 }  // namespace gpuvs::models

@@ -130,6 +130,41 @@ TEST(TensorFile, HalfConversionCoversSpecialValues) {
   EXPECT_EQ(bfloat16_to_float(0xFF80), -std::numeric_limits<float>::infinity());
 }
 
+// OCP E4M3 ("FN"): bias 7, no infinities, one NaN per sign, 448 the largest finite.
+TEST(TensorFile, E4m3ConversionCoversTheFormat) {
+  EXPECT_EQ(e4m3_to_float(0x00), 0.0f);
+  EXPECT_TRUE(std::signbit(e4m3_to_float(0x80)));
+  EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(e4m3_to_float(0x07), std::ldexp(7.0f, -9));  // largest subnormal
+  EXPECT_EQ(e4m3_to_float(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_EQ(e4m3_to_float(0x38), 1.0f);
+  EXPECT_EQ(e4m3_to_float(0x39), 1.125f);
+  EXPECT_EQ(e4m3_to_float(0xC0), -2.0f);
+  EXPECT_EQ(e4m3_to_float(0x7E), 448.0f);
+  EXPECT_EQ(e4m3_to_float(0xFE), -448.0f);
+  EXPECT_TRUE(std::isnan(e4m3_to_float(0x7F)));
+  EXPECT_TRUE(std::isnan(e4m3_to_float(0xFF)));
+  EXPECT_EQ(e4m3_to_float(0x78), 256.0f);  // S.1111.000 is a number, not infinity
+}
+
+TEST(TensorFile, RoundingToE4m3LandsOnTheNearestValue) {
+  for (int b = 0; b < 256; ++b) {  // every finite value rounds to itself
+    const float v = e4m3_to_float(uint8_t(b));
+    if (std::isnan(v)) continue;
+    EXPECT_EQ(round_to_e4m3(v), v) << b;
+  }
+  EXPECT_EQ(round_to_e4m3(1.06f), 1.0f);
+  EXPECT_EQ(round_to_e4m3(1.07f), 1.125f);
+  EXPECT_EQ(round_to_e4m3(1.0625f), 1.0f);   // a tie: to the even mantissa
+  EXPECT_EQ(round_to_e4m3(1.1875f), 1.25f);  // a tie: to the even mantissa
+  EXPECT_EQ(round_to_e4m3(-3.3f), -3.25f);
+  EXPECT_EQ(round_to_e4m3(1000.0f), 448.0f);  // saturating
+  EXPECT_EQ(round_to_e4m3(-460.0f), -448.0f);
+  EXPECT_EQ(round_to_e4m3(std::ldexp(1.4f, -9)), std::ldexp(1.0f, -9));  // subnormal
+  EXPECT_EQ(round_to_e4m3(std::ldexp(1.0f, -11)), 0.0f);
+  EXPECT_TRUE(std::isnan(round_to_e4m3(std::nanf(""))));
+}
+
 TEST(TensorFile, HeaderPaddedWithSpacesAndUnorderedOffsetsAreFine) {
   // safetensors pads the header with spaces to a multiple of 8; offsets need not
   // follow the header's order.

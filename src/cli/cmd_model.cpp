@@ -42,6 +42,7 @@ struct ModelArgs {
   std::optional<std::string> prompt;
   std::optional<std::string> generate;
   std::optional<std::string> recompute;
+  std::optional<std::string> kv_cache;
   std::optional<std::string> steps;
   std::optional<double> time_cap_s;
   bool profile = false;
@@ -129,10 +130,11 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   }
   run.profile = a.profile;
   const bool llama = c.model == "llama";
-  if (!llama && (a.size || a.prompt || a.generate || a.recompute))
+  if (!llama && (a.size || a.prompt || a.generate || a.recompute || a.kv_cache))
     throw UsageError(fmt::format("{}: only for llama", a.size       ? "--size"
                                                        : a.prompt   ? "--prompt"
                                                        : a.generate ? "--generate"
+                                                       : a.kv_cache ? "--kv-cache"
                                                                     : "--recompute"));
   if (llama) {
     const std::string size = a.size.value_or("1b");
@@ -143,9 +145,11 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
     c.llama_size = size;
     if (c.mode == models::Mode::kTrain) {
       // Trained through the generic trainer as "llama-<size>" (models/llama/training.h).
-      if (a.prompt || a.generate)
-        throw UsageError(
-            fmt::format("{}: only for llama --mode infer", a.prompt ? "--prompt" : "--generate"));
+      if (a.prompt || a.generate || a.kv_cache)
+        throw UsageError(fmt::format("{}: only for llama --mode infer", a.prompt ? "--prompt"
+                                                                        : a.generate
+                                                                            ? "--generate"
+                                                                            : "--kv-cache"));
       if (c.precision != models::Precision::kBf16 && c.precision != models::Precision::kFp8)
         throw UsageError(fmt::format(
             "llama --mode train: --precision {} is not built; bf16 and fp8 are (the attention "
@@ -165,15 +169,28 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
       if (a.batch == "256") c.batch = 8;  // the default of the others; 8 x 2048 tokens
       c.model = "llama-" + size;
     } else {
-      if (c.precision != models::Precision::kBf16 && c.precision != models::Precision::kFp16 &&
-          c.precision != models::Precision::kFp32)
+      if (c.precision == models::Precision::kTf32)
         throw UsageError(
-            fmt::format("llama --mode infer: --precision {} is not built; bf16, fp16 "
-                        "or fp32",
-                        models::to_string(c.precision)));
+            "llama --mode infer: --precision tf32 is not built; bf16, fp16, fp32 or fp8 (E4M3 "
+            "weights, bf16 activations)");
       if (a.recompute) throw UsageError("--recompute: only for llama --mode train");
-      if (run.batch_max)
-        throw UsageError("llama --mode infer: --batch max is not built; give --batch N");
+      if (a.kv_cache) {
+        // The cache is in the activations' type (bf16 with fp8 weights) or in E4M3.
+        const std::string own = c.precision == models::Precision::kFp8
+                                    ? "bf16"
+                                    : std::string(models::to_string(c.precision));
+        if (*a.kv_cache == "fp8") {
+          if (own != "bf16")
+            throw UsageError(fmt::format(
+                "--kv-cache fp8: the FP8 cache is for bf16 activations (--precision bf16 or "
+                "fp8), not {}",
+                own));
+          c.kv_cache_fp8 = true;
+        } else if (*a.kv_cache != own) {
+          throw UsageError(fmt::format("--kv-cache: '{}' is not {} (this run's activations) or fp8",
+                                       *a.kv_cache, own));
+        }
+      }
       if (a.batch == "256") c.batch = 1;  // the default of the others; a decoder starts at 1
       const auto prompt = count(a.prompt, "--prompt", shape->max_context, "128, 2k");
       const auto generate = count(a.generate, "--generate", shape->max_context, "128");
@@ -190,7 +207,7 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
   // says the same when asked directly).
   if (c.model == "resnet50" && c.precision == models::Precision::kFp8)
     throw UsageError(
-        "--precision fp8 is for BERT-large and Llama training: ResNet-50 runs fp32, tf32, fp16 or "
+        "--precision fp8 is for BERT-large and Llama: ResNet-50 runs fp32, tf32, fp16 or "
         "bf16");
   check_gpu_list(a.gpus);
   return run;
@@ -208,7 +225,8 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
   sub->add_option("model", args->model, "resnet50 | bert-large | llama")->required();
   sub->add_option("--mode", args->mode, "train (default) | infer");
   sub->add_option("--precision", args->precision,
-                  "fp32 | tf32 | fp16 | bf16 (default) | fp8 (bert-large, llama training)");
+                  "fp32 | tf32 | fp16 | bf16 (default) | fp8 (bert-large; llama: training, and "
+                  "E4M3 weights in inference)");
   sub->add_option("--batch", args->batch,
                   "Images or sequences per micro-step (default 256; llama 8 in training, 1 in "
                   "inference), or max: the largest that fits, then measured at the recommended "
@@ -236,6 +254,9 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
                   "selective (the norms' and SwiGLU's outputs) | full (each layer from its "
                   "input)");
   sub->add_option("--prompt", args->prompt, "llama: prompt tokens per sequence (default 128)");
+  sub->add_option("--kv-cache", args->kv_cache,
+                  "llama --mode infer: the KV cache's type: the activations' (default) | fp8 "
+                  "(E4M3, with bf16 activations)");
   sub->add_option("--generate", args->generate,
                   "llama: tokens generated after the prompt, the first by the prefill (default "
                   "128)");

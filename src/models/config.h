@@ -73,6 +73,8 @@ struct ModelConfig {
   Recompute recompute = Recompute::kNone;  // Llama training only
   int prompt = 128;
   int generate = 128;
+  // Llama inference: the KV cache in FP8 E4M3 (false: in the activations' type).
+  bool kv_cache_fp8 = false;
 };
 
 // A tensor on the host in PyTorch's layout and naming, for correctness checks

@@ -23,8 +23,7 @@ struct Entry {
 
 std::unique_ptr<Model> make_resnet50(const ModelConfig& c, int device) {
   if (c.precision == Precision::kFp8)
-    throw UsageError(
-        "fp8 is for BERT-large and Llama training: ResNet-50 runs fp32, tf32, fp16 or bf16");
+    throw UsageError("fp8 is for BERT-large and Llama: ResNet-50 runs fp32, tf32, fp16 or bf16");
   return std::make_unique<resnet50::ResNet50>(c, device);
 }
 

@@ -83,11 +83,9 @@ BatchSearchResult find_max_batch(const ModelConfig& config, int device, double h
 std::vector<Result> run_configured(const ModelRunOptions& run, BenchContext& ctx) {
   if (run.config.model == "llama") {
     // Training is the model "llama-<size>" on the generic trainer (the CLI names it so).
-    if (run.config.mode != Mode::kInfer || run.batch_max)
-      throw UsageError(
-          "llama --mode infer: prefill and decode at a fixed --batch (--batch max is not "
-          "built)");
-    return llama::run_inference(run.config, ctx.device, ctx.quick, run.profile);
+    if (run.config.mode != Mode::kInfer)
+      throw UsageError("llama: the model \"llama\" is inference; training is \"llama-<size>\"");
+    return llama::run_inference(run, ctx.device, ctx.quick);
   }
   if (!run.batch_max) return measure_model(run, ctx);
   SearchFacts facts;

@@ -61,6 +61,7 @@ std::vector<ConfigParameter> decoder_config() {
   std::vector<ConfigParameter> c = model_config();
   c.push_back({"prompt"});
   c.push_back({"generated"});
+  c.push_back({"kv_cache", "activations"});  // "fp8" where the cache is E4M3
   return c;
 }
 

@@ -38,7 +38,7 @@ TEST(CliModel, HelpNamesEveryOption) {
        {"resnet50",     "bert-large", "--mode",          "--precision", "--batch",    "max",
         "--accumulate", "--graph",    "--deterministic", "--attention", "--headroom", "--seq",
         "--steps",      "--time-cap", "--profile",       "--gpu",       "--quick",    "llama",
-        "--size",       "--prompt",   "--generate",      "--recompute"})
+        "--size",       "--prompt",   "--generate",      "--recompute", "--kv-cache"})
     EXPECT_NE(o.out.find(opt), std::string::npos) << "help lacks " << opt << ":\n" << o.out;
 }
 
@@ -97,9 +97,15 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"llama --size 8b --seq 262144", "up to Llama 3.1 8B's context of 131072"},
       {"llama --prompt 64", "--prompt: only for llama --mode infer"},
       {"llama --generate 64", "--generate: only for llama --mode infer"},
-      {"llama --mode infer --precision fp8", "--precision fp8 is not built; bf16, fp16 or fp32"},
       {"llama --mode infer --precision tf32", "--precision tf32 is not built"},
-      {"llama --mode infer --batch max", "llama --mode infer: --batch max is not built"},
+      {"llama --mode infer --precision fp16 --kv-cache fp8",
+       "--kv-cache fp8: the FP8 cache is for bf16 activations (--precision bf16 or fp8), not fp16"},
+      {"llama --mode infer --kv-cache fp16",
+       "--kv-cache: 'fp16' is not bf16 (this run's activations) or fp8"},
+      {"llama --mode infer --precision fp8 --kv-cache fp8x",
+       "--kv-cache: 'fp8x' is not bf16 (this run's activations) or fp8"},
+      {"llama --kv-cache fp8", "--kv-cache: only for llama --mode infer"},
+      {"bert-large --kv-cache fp8", "--kv-cache: only for llama"},
       {"llama --mode infer --prompt 0", "--prompt: must be 1 or more"},
       {"llama --mode infer --generate 1", "--generate: must be 2 or more"},
       {"llama --mode infer --prompt 131000 --generate 128",
@@ -144,6 +150,9 @@ TEST(CliModel, WithoutAGpuExit3WithOneClearLine) {
   for (const char* args : {"resnet50", "resnet50 --batch max", "bert-large --seq 512 --quick",
                            "resnet50 --mode infer --precision fp16 --graph off",
                            "llama --size 8b --mode infer --batch 64 --prompt 2k",
+                           "llama --size 8b --mode infer --precision fp8 --kv-cache fp8",
+                           "llama --mode infer --batch max --headroom 0.2",
+                           "llama --mode infer --precision fp32 --kv-cache fp32",
                            "llama --seq 4096 --batch max --accumulate 2"}) {
     const CliOutcome o = model(args);
     EXPECT_EQ(o.code, 3) << args << ": " << o.err;

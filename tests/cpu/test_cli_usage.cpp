@@ -178,7 +178,7 @@ TEST(CliUsage, ArgumentsAreCheckedBeforeTheGpuIsProbed) {
        "--nccl-tests: no all_reduce_perf in " + empty_dir.string()},
       {"bench collectives --nccl-tests ''", "--nccl-tests: empty file name"},
       {"bench collectives --rank 1", "--rank and --ranks go together"},
-      {"model resnet50 --precision fp8", "fp8 is for BERT-large and Llama training"},
+      {"model resnet50 --precision fp8", "fp8 is for BERT-large and Llama"},
       {"model resnet50 --gpu x", "--gpu: x is not a GPU index"},
       {"model bert-large --gpu 0,abc", "--gpu: abc is not a GPU index"},
       {"model resnet50 --precision fp4", "--precision: 'fp4' is not one of"},

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -15,6 +17,7 @@
 #include "models/llama/decoder.h"
 #include "models/llama/reference.h"
 #include "models/llama/row_gemm.h"
+#include "models/tensor_file.h"
 
 namespace gpuvs::models::llama {
 namespace {
@@ -78,10 +81,12 @@ std::vector<int32_t> prompt_ids(int batch, int prompt, int vocab) {
 
 // Prefill, then `steps` greedy steps: after each, the logits against the reference's
 // over the whole sequence so far (the tokens the GPU chose), and its choice against
-// the reference's argmax.
-void expect_matches_reference(DType dtype, double tol, float tie, bool tied) {
-  constexpr int kBatch = 2, kPrompt = 5, kSteps = 6;
-  const DecoderConfig c = config(dtype, kBatch, kPrompt, kPrompt + kSteps + 1, tied);
+// the reference's argmax. With `rounded`, the reference rounds to E4M3 where the
+// decoder's FP8 does (Fp8Rounding). Returns the largest rel_l2 seen.
+double expect_matches_reference(const DecoderConfig& c, double tol, float tie,
+                                bool rounded = true) {
+  const int kBatch = c.batch, kPrompt = c.prompt;
+  const int kSteps = c.max_context - c.prompt - 1;
   Decoder d(c, 0);
   const int v = c.shape.vocab;
   std::vector<int32_t> ids = prompt_ids(kBatch, kPrompt, v);
@@ -92,6 +97,16 @@ void expect_matches_reference(DType dtype, double tol, float tie, bool tied) {
   for (int b = 0; b < kBatch; ++b)
     seqs[size_t(b)].assign(ids.begin() + b * kPrompt, ids.begin() + (b + 1) * kPrompt);
   d.prefill();
+  Fp8Rounding fp8;
+  if (rounded) {
+    fp8.cache = c.fp8_cache;
+    fp8.cache_scale = c.cache_scale;
+    fp8.input_scales = d.fp8_input_scales();
+    // The prompt went through cuBLASLt's FP8 GEMMs; the decode steps too unless the
+    // few-row projections (E4M3 weights, bf16 inputs) took them.
+    fp8.rounded_positions = d.use_row_gemms(true) ? kPrompt : c.max_context;
+  }
+  double worst = 0;
   for (int step = 0; step <= kSteps; ++step) {
     const int len = kPrompt + step;
     EXPECT_EQ(d.position(), len);
@@ -99,9 +114,11 @@ void expect_matches_reference(DType dtype, double tol, float tie, bool tied) {
     for (const auto& s : seqs)
       flat.insert(flat.end(), s.begin(), s.end());
     const std::vector<float> ref =
-        at_position(reference_logits(c.shape, w, flat, kBatch, len), kBatch, len, v, len - 1);
+        at_position(reference_logits(c.shape, w, flat, kBatch, len, fp8), kBatch, len, v, len - 1);
     const std::vector<float> got = d.logits();
-    EXPECT_LT(rel_l2(got, ref), tol) << "after " << len << " tokens";
+    const double err = rel_l2(got, ref);
+    worst = std::max(worst, err);
+    EXPECT_LT(err, tol) << "after " << len << " tokens";
     const std::vector<int32_t> next = d.next_tokens();
     for (int b = 0; b < kBatch; ++b) {
       const float* r = ref.data() + int64_t(b) * v;
@@ -115,22 +132,140 @@ void expect_matches_reference(DType dtype, double tol, float tie, bool tied) {
     }
     if (step < kSteps) d.decode_step();
   }
+  return worst;
+}
+
+// Batch 2, a prompt of 5 and 6 cached steps.
+DecoderConfig reference_case(DType dtype, bool tied = false) {
+  return config(dtype, 2, 5, 12, tied);
 }
 
 TEST(LlamaDecoder, Fp32PrefillAndCachedDecodeMatchTheReference) {
   GPUVS_REQUIRE_GPU();
-  expect_matches_reference(DType::kF32, 1e-4, 1e-3f, false);
+  expect_matches_reference(reference_case(DType::kF32), 1e-4, 1e-3f);
 }
 
 TEST(LlamaDecoder, TiedEmbeddingsMatchTheReference) {
   GPUVS_REQUIRE_GPU();
-  expect_matches_reference(DType::kF32, 1e-4, 1e-3f, true);
+  expect_matches_reference(reference_case(DType::kF32, true), 1e-4, 1e-3f);
 }
 
 TEST(LlamaDecoder, Bf16StaysWithinBf16sRounding) {
   GPUVS_REQUIRE_GPU();
   // Against the FP32 reference over the bf16 weights: the activations' rounding only.
-  expect_matches_reference(DType::kBF16, 3e-2, 5e-2f, false);
+  expect_matches_reference(reference_case(DType::kBF16), 3e-2, 5e-2f);
+}
+
+// FP8 (DecoderConfig::fp8_weights) against the reference over the decoder's own E4M3
+// weights times their scales (download_weights), rounding the GEMM inputs to E4M3 with
+// the decoder's calibrated scales where its cuBLASLt FP8 GEMMs do: what is left is
+// bf16's rounding, as for a bf16 decoder. Without that rounding in the reference the
+// error is E4M3's (3 mantissa bits, 2^-4 relative at most per element), several
+// times larger: the reference tells the rounding apart.
+TEST(LlamaDecoder, Fp8WeightsComputeTheQuantisedModel) {
+  GPUVS_REQUIRE_GPU();
+  GPUVS_REQUIRE_FP8();
+  for (int batch : {2, 6}) {  // decode steps by the row kernels, then by cuBLASLt
+    DecoderConfig c = config(DType::kBF16, batch, 5, 12);
+    c.fp8_weights = true;
+    const double rounded = expect_matches_reference(c, 3e-2, 5e-2f);
+    const double plain = expect_matches_reference(c, 0.2, 0.3f, false);
+    RecordProperty("rel_l2_batch_" + std::to_string(batch),
+                   std::to_string(rounded) + " rounded, " + std::to_string(plain) + " not");
+    EXPECT_GT(plain, 2 * rounded) << "batch " << batch;
+  }
+}
+
+// The KV cache in E4M3 with bf16 weights, at two scales, and both in FP8 (as
+// `--precision fp8 --kv-cache fp8` runs): the reference rounds the keys and values alike.
+TEST(LlamaDecoder, Fp8CacheComputesTheQuantisedModel) {
+  GPUVS_REQUIRE_GPU();
+  GPUVS_REQUIRE_FP8();
+  for (float scale : {1.0f, 0.25f}) {
+    DecoderConfig c = reference_case(DType::kBF16);
+    c.fp8_cache = true;
+    c.cache_scale = scale;
+    const double rounded = expect_matches_reference(c, 3e-2, 5e-2f);
+    const double plain = expect_matches_reference(c, 0.2, 0.3f, false);
+    RecordProperty("rel_l2_scale_" + std::to_string(scale),
+                   std::to_string(rounded) + " rounded, " + std::to_string(plain) + " not");
+    EXPECT_GT(plain, 2 * rounded) << "scale " << scale;
+  }
+  DecoderConfig c = reference_case(DType::kBF16);
+  c.fp8_weights = c.fp8_cache = true;
+  expect_matches_reference(c, 4e-2, 5e-2f);
+}
+
+// The E4M3 weights are the bf16 decoder's of the same seed, rounded: within E4M3's
+// relative precision (one scale per tensor, from its amax), everything else identical.
+TEST(LlamaDecoder, Fp8WeightsAreTheBf16OnesRounded) {
+  GPUVS_REQUIRE_GPU();
+  GPUVS_REQUIRE_FP8();
+  DecoderConfig c = config(DType::kBF16, 1, 4, 8);
+  Decoder bf16(c, 0);
+  c.fp8_weights = true;
+  Decoder fp8(c, 0);
+  const HostWeights a = bf16.download_weights(), b = fp8.download_weights();
+  EXPECT_EQ(a.embed, b.embed);
+  EXPECT_EQ(a.lm_head, b.lm_head);
+  EXPECT_EQ(a.final_norm, b.final_norm);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (size_t l = 0; l < a.layers.size(); ++l) {
+    const HostWeights::Layer &x = a.layers[l], &y = b.layers[l];
+    EXPECT_EQ(x.attn_norm, y.attn_norm);
+    EXPECT_EQ(x.mlp_norm, y.mlp_norm);
+    for (const auto& [name, p, q] :
+         {std::tuple{"wq", &x.wq, &y.wq}, std::tuple{"wk", &x.wk, &y.wk},
+          std::tuple{"wv", &x.wv, &y.wv}, std::tuple{"wo", &x.wo, &y.wo},
+          std::tuple{"gate", &x.gate, &y.gate}, std::tuple{"up", &x.up, &y.up},
+          std::tuple{"down", &x.down, &y.down}}) {
+      const double err = rel_l2(*q, *p);
+      EXPECT_LT(err, 0.04) << "layer " << l << " " << name;  // 2^-4 / sqrt(3) = 0.036
+      EXPECT_GT(err, 0.005) << "layer " << l << " " << name << ": not rounded to E4M3?";
+    }
+  }
+  // set_weights() rounds host weights the same way: the bf16 weights put into the FP8
+  // decoder come back as its own.
+  fp8.set_weights(a);
+  const HostWeights again = fp8.download_weights();
+  EXPECT_EQ(again.layers[1].down, b.layers[1].down);
+  EXPECT_EQ(again.layers[0].wk, b.layers[0].wk);
+}
+
+// Decoder::memory_bytes() is what the constructor takes (the batch search's figure),
+// whatever the precision and batch.
+TEST(LlamaDecoder, MemoryBytesIsWhatTheConstructorTakes) {
+  GPUVS_REQUIRE_GPU();
+  DeviceScope scope(0);
+  std::vector<DecoderConfig> cases = {config(DType::kBF16, 1, 16, 64),
+                                      config(DType::kF32, 64, 100, 300)};
+  if (compute_capability() >= 89) {
+    DecoderConfig c = config(DType::kBF16, 33, 64, 4096);
+    c.fp8_weights = c.fp8_cache = true;
+    cases.push_back(c);
+  }
+  for (const DecoderConfig& c : cases) {
+    // Built once first: the kernels cuBLASLt loads on first use stay loaded.
+    { Decoder warm(c, 0); }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    size_t before = 0, after = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&before, &total), cudaSuccess);
+    const double planned = double(Decoder::memory_bytes(c, 0));
+    {
+      Decoder d(c, 0);
+      ASSERT_EQ(cudaMemGetInfo(&after, &total), cudaSuccess);
+    }
+    const double used = double(before) - double(after);
+    // The allocator's 2 MB pages and cuBLASLt's handle; the planned figure includes the
+    // E4M3 weights' staging, freed by then.
+    EXPECT_NEAR(used, planned, 64.0 * (1 << 20)) << "batch " << c.batch;
+    EXPECT_GT(planned, 0.5 * used);
+  }
+  // More sequences, more memory: the cache and the activations grow with the batch.
+  DecoderConfig small = config(DType::kBF16, 1, 128, 1024), big = small;
+  big.batch = 100;
+  EXPECT_GT(Decoder::memory_bytes(big, 0),
+            Decoder::memory_bytes(small, 0) + 99 * 2 * 2 * 1024 * 128);
 }
 
 // The cached decode's last logits equal a prefill over the same tokens.
@@ -278,6 +413,87 @@ TEST(LlamaRowGemm, EveryInputKindMatchesAPlainProduct) {
   EXPECT_FALSE(row_gemm_fits(5, 256, DType::kBF16));
   EXPECT_FALSE(row_gemm_fits(1, 100, DType::kBF16));   // not a whole number of 16-byte loads
   EXPECT_FALSE(row_gemm_fits(4, 14336, DType::kF32));  // 229 KB of staged rows
+}
+
+// The few-row projection with E4M3 weights and bf16 inputs against a plain FP64
+// product of the same values: 1 to 4 rows, an N that is no multiple of a block's
+// outputs, an FP32 output (the sums' order only) and a bf16 one with the residual.
+TEST(LlamaRowGemm, Fp8WeightsMatchAPlainProduct) {
+  GPUVS_REQUIRE_GPU();
+  constexpr int64_t kK = 512, kN = 83;
+  constexpr float kScale = 0.37f;
+  auto bf16_bits = [](float f) {  // round to nearest even
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  };
+  DeviceScope scope(0);
+  for (int rows = 1; rows <= 4; ++rows) {
+    for (bool residual : {false, true}) {
+      std::vector<uint16_t> x(size_t(rows * kK)), res(size_t(rows * kN));
+      std::vector<uint8_t> w(size_t(kN * kK));
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = bf16_bits(float(int64_t(i * 7919 % 2001)) / 1000.0f - 1.0f);
+      for (size_t i = 0; i < w.size(); ++i) {
+        const uint8_t b = uint8_t((i * 104729 + 17) % 256);
+        w[i] = (b & 0x7F) == 0x7F ? uint8_t(b & 0xF0) : b;  // no NaN patterns
+      }
+      for (size_t i = 0; i < res.size(); ++i)
+        res[i] = bf16_bits(float(int64_t(i * 31 % 97)) / 50.0f - 1.0f);
+      std::vector<double> want(res.size());
+      for (int r = 0; r < rows; ++r)
+        for (int64_t n = 0; n < kN; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < kK; ++k)
+            acc += double(bfloat16_to_float(x[size_t(r * kK + k)])) *
+                   e4m3_to_float(w[size_t(n * kK + k)]);
+          acc *= kScale;
+          if (residual) acc += bfloat16_to_float(res[size_t(r * kN + n)]);
+          want[size_t(r * kN + n)] = acc;
+        }
+      DeviceBuffer dx(x.size() * 2), dw(w.size()), dscale(4), dout(res.size() * 4);
+      ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dw.get(), w.data(), w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dscale.get(), &kScale, 4, cudaMemcpyHostToDevice), cudaSuccess);
+      if (residual) {
+        ASSERT_EQ(cudaMemcpy(dout.get(), res.data(), res.size() * 2, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+      }
+      ASSERT_TRUE(row_gemm_fits(rows, kK, DType::kBF16, true));
+      RowGemmArgs a;
+      a.rows = rows;
+      a.k = kK;
+      a.n = kN;
+      a.dtype = DType::kBF16;
+      a.x = dx.get();
+      a.w = dw.get();
+      a.w_fp8 = true;
+      a.w_scale = dscale.as<float>();
+      a.residual = residual ? dout.get() : nullptr;
+      a.out = dout.get();
+      a.out_f32 = !residual;
+      row_gemm(a, true, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> got(res.size());
+      if (residual) {
+        std::vector<uint16_t> raw(res.size());
+        ASSERT_EQ(cudaMemcpy(raw.data(), dout.get(), raw.size() * 2, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        for (size_t i = 0; i < raw.size(); ++i)
+          got[i] = bfloat16_to_float(raw[i]);
+      } else {
+        ASSERT_EQ(cudaMemcpy(got.data(), dout.get(), got.size() * 4, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+      }
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::fabs(got[i] - want[i]) / (1.0 + std::fabs(want[i])));
+      // bf16's output rounding (2^-9 relative), or the FP32 sums' order.
+      EXPECT_LT(worst, residual ? 4e-3 : 1e-5) << rows << " rows, residual " << residual;
+    }
+  }
+  EXPECT_FALSE(row_gemm_fits(1, 264, DType::kBF16, true));  // K not a whole 16-byte load of W
+  EXPECT_FALSE(row_gemm_fits(1, 512, DType::kF32, true));   // FP8 weights take bf16 inputs
 }
 
 // Decode steps through the few-row projections and through cuBLASLt's GEMMs choose

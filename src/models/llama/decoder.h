@@ -39,12 +39,29 @@ struct DecoderConfig {
   // Decode steps of up to 4 sequences through the decoder's own few-row projections
   // (row_gemm.h) where they fit; false: cuBLASLt's GEMMs at every step, as in prefill.
   bool row_gemms = true;
+  // FP8 (bf16 activations, compute capability 8.9+): the four projections of every
+  // layer hold their weights in E4M3 with one FP32 scale per tensor (amax / 448, from
+  // the weights themselves); the embeddings, the norms and the LM head stay bf16.
+  // The few-row decode projections read the E4M3 weights with bf16 inputs; cuBLASLt's
+  // FP8 GEMMs (prefill, larger decode batches) also take their inputs in E4M3, each
+  // with one static scale per projection and layer, calibrated by the first prefill
+  // (after construction or set_weights()), which then runs twice: once to record
+  // every input's amax, once with the scales it gives.
+  bool fp8_weights = false;
+  // The KV cache in E4M3 (bf16 activations): keys and values stored divided by
+  // cache_scale, saturating; 1 is vLLM's default where no calibrated scale is given.
+  bool fp8_cache = false;
+  float cache_scale = 1.0f;
 };
 
 class Decoder {
  public:
   Decoder(const DecoderConfig& config, int device);
   ~Decoder();
+  // The device memory the constructor takes at its peak, for `config` on `device`
+  // (weights, cache, activations and the workspace; not cuBLASLt's own), before
+  // allocating anything: the largest batch that fits is searched with it.
+  static size_t memory_bytes(const DecoderConfig& config, int device);
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
@@ -68,6 +85,9 @@ class Decoder {
   std::vector<float> logits();  // (batch, vocab) of the last step, FP32
   int position();
   HostWeights download_weights();
+  // FP8 weights: the static input scales of every layer's projections (4 per layer:
+  // QKV, attention output, gate/up, down), set by the first prefill; empty otherwise.
+  std::vector<float> fp8_input_scales();
   // Replaces every weight with `w` (PyTorch's layouts, FP32, rounded to the storage
   // type): a checkpoint or a reference's weights. Throws Error, the tensor named, when
   // a size does not match the shape or the embeddings' tying differs.
@@ -87,8 +107,14 @@ class Decoder {
   bool use_row_gemms(bool on);
 
   // Bytes every decode step reads at least: each weight it uses once
-  // (decode_weight_count: the LM head, not an untied embedding table).
+  // (decode_weight_count: the LM head, not an untied embedding table), at its storage
+  // size (E4M3 projections with fp8_weights).
   double weight_bytes() const;
+  // Bytes of the KV cache per token of context of one sequence (K and V, every layer).
+  double cache_bytes_per_token() const;
+  // What one decode step reads at least at context `context`: weight_bytes() and every
+  // sequence's cache.
+  double decode_bytes(int context) const;
   int64_t parameter_count() const;
   // FLOPs of a prefill of the whole prompt and of one decode step at context `context`
   // (2 per weight and token, plus the attention's scores and context).

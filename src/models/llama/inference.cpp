@@ -4,13 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "core/units.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "models/llama/decoder.h"
@@ -42,6 +45,7 @@ class StepGraph {
   cudaGraphExec_t exec_ = nullptr;
 };
 
+// The activations' type: fp8 is E4M3 weights with bf16 activations.
 DType dtype_of(Precision p) {
   switch (p) {
     case Precision::kFp32:
@@ -49,14 +53,31 @@ DType dtype_of(Precision p) {
     case Precision::kFp16:
       return DType::kF16;
     case Precision::kBf16:
+    case Precision::kFp8:
       return DType::kBF16;
     default:
       break;
   }
-  throw UsageError(
-      fmt::format("llama --mode infer: --precision {} is not built; fp32, fp16 or "
-                  "bf16",
-                  to_string(p)));
+  throw UsageError(fmt::format(
+      "llama --mode infer: --precision {} is not built; fp32, fp16, bf16 or fp8", to_string(p)));
+}
+
+// Memory a decoder may take beyond Decoder::memory_bytes(): cuBLASLt's handle and
+// kernels, the CUDA graph of a step.
+constexpr size_t kDecoderSlackBytes = size_t(512) << 20;
+
+// The largest batch in [1, limit] for which `fits` holds (fits is monotonic), 0: none.
+int largest_batch(int limit, const std::function<bool(int)>& fits) {
+  if (!fits(1)) return 0;
+  int lo = 1, hi = limit;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
 }
 
 // Seconds between consecutive events of `events` (n + 1 recorded events: n spans).
@@ -80,15 +101,17 @@ int mean_context_of(const ModelConfig& c, int steps) {
 // attention the keys and values of the mean context.
 double region_bytes(const std::string& region, const Shape& s, const DecoderConfig& dc,
                     int context) {
-  const double es = double(dtype_size(dc.dtype));
+  const double head_es = double(dtype_size(dc.dtype));
+  const double es = dc.fp8_weights ? 1.0 : head_es;  // the projections' weights
+  const double cache_es = dc.fp8_cache ? 1.0 : head_es;
   const double c = s.hidden, qd = double(s.heads) * s.head_dim(), kv = s.kv_dim();
   const double layers = s.layers;
   if (region == "qkv") return layers * (qd + 2 * kv) * c * es;
   if (region == "attention output") return layers * c * qd * es;
   if (region == "gate and up") return layers * 2.0 * s.intermediate * c * es;
   if (region == "down") return layers * c * s.intermediate * es;
-  if (region == "lm head") return double(s.vocab) * c * es;
-  if (region == "attention") return layers * 2.0 * dc.batch * context * kv * es;
+  if (region == "lm head") return double(s.vocab) * c * head_es;
+  if (region == "attention") return layers * 2.0 * dc.batch * context * kv * cache_es;
   return 0;
 }
 
@@ -130,13 +153,17 @@ void add_profile(std::vector<Result>& out, const std::vector<std::pair<std::stri
 
 }  // namespace
 
-std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, bool profile) {
+std::vector<Result> run_inference(const ModelRunOptions& run, int device, bool quick) {
+  ModelConfig c = run.config;
+  const bool profile = run.profile;
   const std::optional<Shape> shape = find_shape(c.llama_size);
   if (!shape)
     throw UsageError(fmt::format("llama --size: '{}' is not one of {}", c.llama_size, size_list()));
   DecoderConfig dc;
   dc.shape = *shape;
   dc.dtype = dtype_of(c.precision);
+  dc.fp8_weights = c.precision == Precision::kFp8;
+  dc.fp8_cache = c.kv_cache_fp8;
   dc.batch = c.batch;
   dc.prompt = c.prompt;
   dc.max_context = c.prompt + c.generate;
@@ -144,14 +171,87 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, 
   DeviceScope scope(device);
   size_t free_before = 0, total = 0;
   GPUVS_CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
-  Decoder d(dc, device);
+
+  // The batches that fit: the decoder's memory from its plan, without allocating.
+  auto memory_at = [&](int batch) {
+    DecoderConfig at = dc;
+    at.batch = batch;
+    return Decoder::memory_bytes(at, device);
+  };
+  const int kMostBatch = 1 << 16;
+  const int largest = largest_batch(
+      kMostBatch, [&](int b) { return memory_at(b) + kDecoderSlackBytes <= free_before; });
+  const std::string model = "llama-" + c.llama_size;
+  std::optional<Result> max_batch;
+  if (run.batch_max) {
+    if (largest == 0)
+      throw OutOfMemoryError(fmt::format(
+          "{} does not fit on GPU {} even at batch 1: {} of {} free, the decoder needs {}",
+          shape->name, device, format_si(double(free_before), "B"), format_si(double(total), "B"),
+          format_si(double(memory_at(1)), "B")));
+    // The headroom counts against the whole GPU, as the trainers' batch search does.
+    const double budget = (1 - run.headroom) * double(total) - double(total - free_before);
+    const int recommended = largest_batch(
+        largest, [&](int b) { return double(memory_at(b) + kDecoderSlackBytes) <= budget; });
+    {  // The largest built once: the plan's figure checked against the allocator.
+      DecoderConfig at = dc;
+      at.batch = largest;
+      Decoder check(at, device);
+    }
+    c.batch = std::max(1, recommended);
+    dc.batch = c.batch;
+    Result r;
+    r.id = result_id(Family::kModelMaxBatch, {model, "infer", std::string(to_string(c.precision))});
+    r.name = fmt::format("{} {} inference, largest batch that fits (prompt {} + {} generated)",
+                         shape->name, to_string(c.precision), c.prompt, c.generate);
+    r.devices = {device};
+    r.unit = "sequences";
+    r.value = double(largest);
+    r.samples = {r.value};
+    r.stats = compute_stats(r.samples);
+    r.parameters = {{"model", model},
+                    {"mode", "infer"},
+                    {"precision", std::string(to_string(c.precision))},
+                    {"prompt", int64_t{c.prompt}},
+                    {"generated", int64_t{c.generate}},
+                    {"recommended_batch", int64_t{c.batch}},
+                    {"headroom", run.headroom},
+                    {"memory_bytes_at_largest", double(memory_at(largest))},
+                    {"free_bytes", double(free_before)}};
+    if (dc.fp8_cache) r.parameters["kv_cache"] = "fp8";
+    r.validation = fmt::format(
+        "the decoder's memory from its plan (weights, KV cache of prompt + generated tokens, "
+        "activations of the prefill) plus {} for cuBLASLt and the graph, against the free "
+        "memory; batch {} built once to check; recommended {}: the largest leaving {:.0f} % "
+        "of the GPU's memory free",
+        format_si(double(kDecoderSlackBytes), "B"), largest, c.batch, run.headroom * 100);
+    max_batch = std::move(r);
+  }
+  std::optional<Decoder> built;
+  try {
+    built.emplace(dc, device);
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(fmt::format("{}; the largest batch that fits is {}", e.what(), largest));
+  }
+  Decoder& d = *built;
   size_t free_after = 0;
   GPUVS_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
   const cudaStream_t s = d.stream();
 
-  // Prefill: once to warm up, then timed repeats.
-  const int repeats = quick ? 3 : 10;
-  d.prefill();
+  // Prefill: once to warm up, then timed repeats (fewer where one prefill is long, so
+  // that the repeats take about 10 s at most).
+  double warm_prefill_s = 0;  // the first prefill also calibrates the FP8 scales
+  {
+    Event t0, t1;
+    GPUVS_CUDA_CHECK(cudaEventRecord(t0.get(), s));
+    d.prefill();
+    GPUVS_CUDA_CHECK(cudaEventRecord(t1.get(), s));
+    GPUVS_CUDA_CHECK(cudaEventSynchronize(t1.get()));
+    float ms = 0;
+    GPUVS_CUDA_CHECK(cudaEventElapsedTime(&ms, t0.get(), t1.get()));
+    warm_prefill_s = double(ms) * 1e-3;
+  }
+  const int repeats = std::clamp(int(10.0 / std::max(warm_prefill_s, 1e-6)), 3, quick ? 3 : 10);
   std::vector<Event> marks(size_t(repeats) + 1);
   GPUVS_CUDA_CHECK(cudaEventRecord(marks[0].get(), s));
   for (int i = 0; i < repeats; ++i) {
@@ -205,7 +305,6 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, 
     }
   }
 
-  const std::string model = "llama-" + c.llama_size;
   const std::string mode = "infer", prec(to_string(c.precision));
   auto base = [&](Family f, std::string name, std::string unit, std::span<const double> samples) {
     Result r;
@@ -224,6 +323,14 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, 
                     {"decode_projections", rows ? "row kernels" : "cuBLASLt"},
                     {"parameter_count", d.parameter_count()},
                     {"memory_bytes", double(free_before - free_after)}};
+    if (dc.fp8_weights)
+      r.parameters["fp8_scaling"] =
+          "E4M3 projections, one scale per weight tensor; cuBLASLt GEMM inputs one static scale "
+          "per projection, calibrated on the first prefill";
+    if (dc.fp8_cache) {
+      r.parameters["kv_cache"] = "fp8";
+      r.parameters["kv_cache_scale"] = double(dc.cache_scale);
+    }
     r.unit = std::move(unit);
     r.samples.assign(samples.begin(), samples.end());
     r.stats = compute_stats(samples);
@@ -231,6 +338,7 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, 
     return r;
   };
   std::vector<Result> out;
+  if (max_batch) out.push_back(std::move(*max_batch));
   out.push_back(base(Family::kModelTtft, "time to first token", "s", prefill_s));
   {
     std::vector<double> rates;
@@ -252,8 +360,7 @@ std::vector<Result> run_inference(const ModelConfig& c, int device, bool quick, 
     // Aggregate over the batch from the mean step (the median of rates is not it).
     r.value = double(c.batch) / mean_step;
     const int mean_context = mean_context_of(c, steps);
-    const int kv = int(dtype_size(dc.dtype));
-    const double bytes = decode_bytes_per_step(*shape, kv, kv, c.batch, mean_context);
+    const double bytes = d.decode_bytes(mean_context);
     r.bytes_per_iteration = bytes;
     r.flops_per_iteration = d.decode_flops(mean_context);
     r.parameters["bytes_per_step"] = bytes;

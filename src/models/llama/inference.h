@@ -9,6 +9,7 @@
 
 #include "core/run_file.h"
 #include "models/config.h"
+#include "models/run_options.h"
 
 namespace gpuvs::models::llama {
 
@@ -16,11 +17,15 @@ namespace gpuvs::models::llama {
 // the decode result's parameters carry `bytes_per_step` and `achieved_bytes_per_s`
 // (decode_bytes_per_step at the mean context over the step time), from which the
 // caller derives the share of a measured copy bandwidth. Throws UsageError for an
-// unknown size, a precision other than fp32 / bf16 / fp16, or a context beyond the
-// model's; OutOfMemoryError when the model does not fit.
+// unknown size, a precision other than fp32 / bf16 / fp16 / fp8 (FP8 weights), or a
+// context beyond the model's; OutOfMemoryError, naming the largest batch that fits,
+// when the model does not fit.
 // With `profile`, also .layer.decode.<region> results (Decoder::enable_profile) and,
 // where the step takes the few-row projections, the decode result's `cublaslt_step_s`:
 // the graphed step with cuBLASLt's GEMMs instead.
-std::vector<Result> run_inference(const ModelConfig& config, int device, bool quick, bool profile);
+// With `batch_max`, the batch is the largest whose decoder (Decoder::memory_bytes)
+// leaves `headroom` of the GPU's memory free, after a .max_batch result: the largest
+// that fits at all, built once to check.
+std::vector<Result> run_inference(const ModelRunOptions& run, int device, bool quick);
 
 }  // namespace gpuvs::models::llama

@@ -1,6 +1,9 @@
 // The Llama decoder's kernels (kernels.h).
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "gpu/check.h"
 #include "gpu/reduce.cuh"
@@ -73,9 +76,59 @@ __global__ void rms_norm_kernel(const T* x, const T* w, T* y, int c, float eps) 
   }
 }
 
+// A cache element of type C: the activations' own type, or E4M3 (kernels.h: stored
+// divided by the cache's scale, saturating to its largest finite value).
+template <class C>
+__device__ __forceinline__ float cache_load(C v) {
+  if constexpr (std::is_same_v<C, __nv_fp8_e4m3>)
+    return float(v);
+  else
+    return to_f(v);
+}
+template <class C>
+__device__ __forceinline__ C cache_store(float v) {
+  if constexpr (std::is_same_v<C, __nv_fp8_e4m3>)
+    return C(v);  // __NV_SATFINITE
+  else
+    return from_f<C>(v);
+}
+
+// Non-negative floats order like their bit patterns as ints.
+__device__ __forceinline__ void atomic_max_nonneg(float* addr, float v) {
+  atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
+}
+
+// 8 elements a thread at a time; one amax atomic per block.
+__global__ void cast_e4m3_kernel(const __nv_bfloat16* __restrict__ x, uint8_t* __restrict__ out,
+                                 int64_t vecs, bert::Fp8Meta* meta) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  __shared__ float scratch[kThreads / kWarpSize];
+  const float scale = meta->scale;
+  float amax = 0.0f;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const Vec<__nv_bfloat16> v = load_vec(x + i * 8);
+    uint16_t pairs[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float a = __bfloat162float(v.e[2 * k]), b = __bfloat162float(v.e[2 * k + 1]);
+      amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
+      pairs[k] =
+          __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, __NV_E4M3);
+    }
+    uint2 packed;
+    packed.x = uint32_t(pairs[0]) | (uint32_t(pairs[1]) << 16);
+    packed.y = uint32_t(pairs[2]) | (uint32_t(pairs[3]) << 16);
+    *reinterpret_cast<uint2*>(out + i * 8) = packed;
+  }
+  amax = block_reduce_all<kThreads, ShuffleTree::kButterfly>(amax, MaxOp{}, scratch);
+  if (threadIdx.x == 0) atomic_max_nonneg(&meta->amax, amax);
+}
+
 // One thread per (row, head of the H + G rotated ones, pair i < D/2); the values are
 // copied by the threads of the key heads.
-template <class T>
+template <class T, class C>
 __global__ void rope_cache_kernel(RopeCacheArgs a) {
   wait_for_previous_kernel();
   let_next_kernel_start();
@@ -87,8 +140,9 @@ __global__ void rope_cache_kernel(RopeCacheArgs a) {
   const int width = a.heads * d + 2 * kv;
   const int pos0 = *a.pos;
   T* qkv = static_cast<T*>(a.qkv);
-  T* kc = static_cast<T*>(a.k_cache);
-  T* vc = static_cast<T*>(a.v_cache);
+  C* kc = static_cast<C*>(a.k_cache);
+  C* vc = static_cast<C*>(a.v_cache);
+  const float inv = 1.0f / a.cache_scale;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int i = int(idx % half);
@@ -108,11 +162,18 @@ __global__ void rope_cache_kernel(RopeCacheArgs a) {
     if (head >= a.heads) {
       const int g = head - a.heads;
       const int64_t at = (int64_t(b) * a.max_context + p) * kv + int64_t(g) * d;
-      kc[at + i] = r1;
-      kc[at + i + half] = r2;
       const T* v = qkv + row * width + a.heads * d + kv + int64_t(g) * d;
-      vc[at + i] = v[i];
-      vc[at + i + half] = v[i + half];
+      if constexpr (std::is_same_v<C, T>) {
+        kc[at + i] = r1;
+        kc[at + i + half] = r2;
+        vc[at + i] = v[i];
+        vc[at + i + half] = v[i + half];
+      } else {
+        kc[at + i] = cache_store<C>(to_f(r1) * inv);
+        kc[at + i + half] = cache_store<C>(to_f(r2) * inv);
+        vc[at + i] = cache_store<C>(to_f(v[i]) * inv);
+        vc[at + i + half] = cache_store<C>(to_f(v[i + half]) * inv);
+      }
     }
   }
 }
@@ -124,7 +185,7 @@ constexpr int kMaxHeadDim = 128;
 // One block per (row, head, split); each warp takes every kAttnWarps-th run of
 // kAttnUnroll positions of the block's range, lane l holding dims [l*E, l*E + E) with
 // E = D / 32, an online softmax per warp; then the warps are merged.
-template <class T, int E>
+template <class T, class C, int E>
 __global__ void attention_kernel(AttentionArgs a) {
   wait_for_previous_kernel();
   let_next_kernel_start();
@@ -144,14 +205,16 @@ __global__ void attention_kernel(AttentionArgs a) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
 
   const T* q = static_cast<const T*>(a.qkv) + row * width + int64_t(head) * kD + lane * E;
-  const float scale = rsqrtf(float(kD));
+  // The keys' cache scale folds into the queries, the values' into the output.
+  const float cs = std::is_same_v<C, T> ? 1.0f : a.cache_scale;
+  const float scale = rsqrtf(float(kD)) * cs;
   float qv[E];
 #pragma unroll
   for (int e = 0; e < E; ++e)
     qv[e] = to_f(q[e]) * scale;
-  const T* kbase = static_cast<const T*>(a.k_cache) + int64_t(b) * a.max_context * kv +
+  const C* kbase = static_cast<const C*>(a.k_cache) + int64_t(b) * a.max_context * kv +
                    int64_t(g) * kD + lane * E;
-  const T* vbase = static_cast<const T*>(a.v_cache) + int64_t(b) * a.max_context * kv +
+  const C* vbase = static_cast<const C*>(a.v_cache) + int64_t(b) * a.max_context * kv +
                    int64_t(g) * kD + lane * E;
   float m = -INFINITY, l = 0, acc[E];
 #pragma unroll
@@ -164,12 +227,12 @@ __global__ void attention_kernel(AttentionArgs a) {
 #pragma unroll
     for (int u = 0; u < kAttnUnroll; ++u) {
       const bool in = p0 + u < hi;
-      const T* k = kbase + int64_t(p0 + u) * kv;
-      const T* v = vbase + int64_t(p0 + u) * kv;
+      const C* k = kbase + int64_t(p0 + u) * kv;
+      const C* v = vbase + int64_t(p0 + u) * kv;
 #pragma unroll
       for (int e = 0; e < E; ++e) {
-        kf[u][e] = in ? to_f(k[e]) : 0.0f;
-        vf[u][e] = in ? to_f(v[e]) : 0.0f;
+        kf[u][e] = in ? cache_load(k[e]) : 0.0f;
+        vf[u][e] = in ? cache_load(v[e]) : 0.0f;
       }
     }
     float sc[kAttnUnroll];
@@ -219,6 +282,7 @@ __global__ void attention_kernel(AttentionArgs a) {
     float o = 0;
     for (int w = 0; w < kAttnWarps; ++w)
       if (sm_l[w] > 0) o += sm_acc[w][d] * __expf(sm_m[w] - mm);
+    o *= cs;
     if (splits == 1) {
       static_cast<T*>(a.out)[row * a.heads * kD + int64_t(head) * kD + d] =
           from_f<T>(ll > 0 ? o / ll : 0.0f);
@@ -379,8 +443,14 @@ void rms_norm(const void* x, const void* w, void* y, int64_t rows, int c, float 
 
 void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s) {
   const int64_t n = int64_t(a.batch) * a.seq * (a.heads + a.kv_heads) * (a.head_dim / 2);
-  GPUVS_DISPATCH_DTYPE(a.dtype, launch_kernel(rope_cache_kernel<T>, grid_for(n), kThreads, 0, s,
-                                              a.dependent_launch, a));
+  if (a.fp8_cache && a.dtype != DType::kBF16)
+    throw Error("llama rope_and_cache: an FP8 cache is for bf16 activations only");
+  if (a.fp8_cache)
+    launch_kernel(rope_cache_kernel<__nv_bfloat16, __nv_fp8_e4m3>, grid_for(n), kThreads, 0, s,
+                  a.dependent_launch, a);
+  else
+    GPUVS_DISPATCH_DTYPE(a.dtype, launch_kernel(rope_cache_kernel<T, T>, grid_for(n), kThreads, 0,
+                                                s, a.dependent_launch, a));
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 
@@ -401,21 +471,25 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
   auto launch = [&](auto kernel) {
     launch_kernel(kernel, blocks, kAttnWarps * kWarpSize, 0, s, a.dependent_launch, a);
   };
-  GPUVS_DISPATCH_DTYPE(a.dtype, {
-    switch (a.head_dim) {
-      case 32:
-        launch(attention_kernel<T, 1>);
-        break;
-      case 64:
-        launch(attention_kernel<T, 2>);
-        break;
-      case 128:
-        launch(attention_kernel<T, 4>);
-        break;
-      default:
-        throw Error("llama attention: head size must be 32, 64 or 128");
-    }
-  });
+  if (a.head_dim != 32 && a.head_dim != 64 && a.head_dim != 128)
+    throw Error("llama attention: head size must be 32, 64 or 128");
+  if (a.fp8_cache && a.dtype != DType::kBF16)
+    throw Error("llama attention: an FP8 cache is for bf16 activations only");
+  // The kernel of cache type C at the head size.
+  auto by_head = [&](auto t, auto c) {
+    using T = decltype(t);
+    using C = decltype(c);
+    if (a.head_dim == 32)
+      launch(attention_kernel<T, C, 1>);
+    else if (a.head_dim == 64)
+      launch(attention_kernel<T, C, 2>);
+    else
+      launch(attention_kernel<T, C, 4>);
+  };
+  if (a.fp8_cache)
+    by_head(__nv_bfloat16{}, __nv_fp8_e4m3{});
+  else
+    GPUVS_DISPATCH_DTYPE(a.dtype, by_head(T{}, T{}));
   GPUVS_CUDA_CHECK_LAUNCH();
   if (a.splits > 1) {
     GPUVS_DISPATCH_DTYPE(
@@ -423,6 +497,16 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
                                0, s, a.dependent_launch, a));
     GPUVS_CUDA_CHECK_LAUNCH();
   }
+}
+
+void cast_e4m3(const void* x, uint8_t* out, int64_t n, bert::Fp8Meta* meta, cudaStream_t s) {
+  if (n % 8 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(out) % 8 != 0)
+    throw Error("llama cast_e4m3: n a multiple of 8, x 16-byte and out 8-byte aligned");
+  if (n == 0) return;
+  cast_e4m3_kernel<<<grid_for(n / 8), kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(x), out,
+                                                        n / 8, meta);
+  GPUVS_CUDA_CHECK_LAUNCH();
 }
 
 void swiglu(const void* gu, void* a, int64_t rows, int inter, DType dtype, cudaStream_t s) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "models/bert/fp8.h"
 #include "models/layers/dtype.h"
 
 namespace gpuvs::models::llama {
@@ -33,6 +34,14 @@ void embed(const int32_t* ids, const void* table, void* x, int64_t rows, int c, 
 void rms_norm(const void* x, const void* w, void* y, int64_t rows, int c, float eps, DType dtype,
               cudaStream_t s);
 
+// out (n) E4M3 = saturate(x * meta.scale), x (n) bf16, n a multiple of 8, x 16-byte
+// and out 8-byte aligned; meta.amax = max(meta.amax, max |x|) (bert/fp8.h's scaling:
+// the decoder calibrates its scales from these amaxes).
+void cast_e4m3(const void* x, uint8_t* out, int64_t n, bert::Fp8Meta* meta, cudaStream_t s);
+
+// The KV cache in E4M3 (fp8_cache, bf16 activations only): a key or value v is stored
+// as saturate(v / cache_scale) and read back as e4m3 * cache_scale.
+
 // qkv (N, H*D + 2*KV), row b * seq + t at position *pos + t: rotates the query and key
 // heads in place (pairs (i, i + D/2) by angle position * inv_freq[i], transformers'
 // rotate_half form, cos and sin in FP32) and writes the rotated keys and the values
@@ -45,6 +54,8 @@ struct RopeCacheArgs {
   void* qkv = nullptr;
   void* k_cache = nullptr;
   void* v_cache = nullptr;
+  bool fp8_cache = false;
+  float cache_scale = 1.0f;
   bool dependent_launch = false;
 };
 void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s);
@@ -61,6 +72,8 @@ struct AttentionArgs {
   const void* qkv = nullptr;  // queries: the first H*D columns of each row
   const void* k_cache = nullptr;
   const void* v_cache = nullptr;
+  bool fp8_cache = false;
+  float cache_scale = 1.0f;
   void* out = nullptr;
   int splits = 1;
   float* partials = nullptr;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/tensor_file.h"
+
 namespace gpuvs::models::llama {
 
 namespace {
@@ -60,7 +62,8 @@ void rope(std::vector<float>& x, int64_t rows, int64_t width, int64_t first, int
 }  // namespace
 
 std::vector<float> reference_logits(const Shape& s, const HostWeights& w,
-                                    const std::vector<int32_t>& tokens, int batch, int seq) {
+                                    const std::vector<int32_t>& tokens, int batch, int seq,
+                                    const Fp8Rounding& fp8) {
   const int64_t c = s.hidden, rows = int64_t(batch) * seq, d = s.head_dim();
   const int64_t qd = int64_t(s.heads) * d, kvd = s.kv_dim(), inter = s.intermediate;
   if (tokens.size() != size_t(rows)) throw std::invalid_argument("reference_logits: tokens");
@@ -70,13 +73,34 @@ std::vector<float> reference_logits(const Shape& s, const HostWeights& w,
     std::copy_n(&w.embed[size_t(int64_t(tokens[size_t(r)]) * c)], c, &x[size_t(r * c)]);
 
   const int group = s.heads / s.kv_heads;
-  for (const HostWeights::Layer& l : w.layers) {
-    const std::vector<float> h = rms_norm(x, l.attn_norm, rows, c, s.rms_norm_eps);
+  if (!fp8.input_scales.empty() && fp8.input_scales.size() != 4 * w.layers.size())
+    throw std::invalid_argument("reference_logits: 4 input scales per layer");
+  // The projection k input of layer l, rounded where Fp8Rounding says.
+  auto input = [&](std::vector<float> t, size_t l, int k, int64_t cols) {
+    if (fp8.input_scales.empty()) return t;
+    const float scale = fp8.input_scales[4 * l + size_t(k)];
+    for (int64_t r = 0; r < rows; ++r) {
+      if (r % seq >= fp8.rounded_positions) continue;
+      for (int64_t i = 0; i < cols; ++i) {
+        float& e = t[size_t(r * cols + i)];
+        e = round_to_e4m3(e * scale) / scale;
+      }
+    }
+    return t;
+  };
+  for (size_t li = 0; li < w.layers.size(); ++li) {
+    const HostWeights::Layer& l = w.layers[li];
+    const std::vector<float> h = input(rms_norm(x, l.attn_norm, rows, c, s.rms_norm_eps), li, 0, c);
     std::vector<float> q = linear(h, l.wq, rows, c, qd);
     std::vector<float> k = linear(h, l.wk, rows, c, kvd);
-    const std::vector<float> v = linear(h, l.wv, rows, c, kvd);
+    std::vector<float> v = linear(h, l.wv, rows, c, kvd);
     rope(q, rows, qd, 0, s.heads, int(d), seq, inv_freq);
     rope(k, rows, kvd, 0, s.kv_heads, int(d), seq, inv_freq);
+    if (fp8.cache) {
+      for (std::vector<float>* t : {&k, &v})
+        for (float& e : *t)
+          e = round_to_e4m3(e / fp8.cache_scale) * fp8.cache_scale;
+    }
     std::vector<float> o(size_t(rows * qd));
     const double scale = 1.0 / std::sqrt(double(d));
     std::vector<double> p(static_cast<size_t>(seq));
@@ -106,16 +130,17 @@ std::vector<float> reference_logits(const Shape& s, const HostWeights& w,
           }
         }
       }
-    const std::vector<float> attn = linear(o, l.wo, rows, qd, c);
+    const std::vector<float> attn = linear(input(std::move(o), li, 1, qd), l.wo, rows, qd, c);
     for (size_t i = 0; i < x.size(); ++i)
       x[i] += attn[i];
-    const std::vector<float> h2 = rms_norm(x, l.mlp_norm, rows, c, s.rms_norm_eps);
+    const std::vector<float> h2 = input(rms_norm(x, l.mlp_norm, rows, c, s.rms_norm_eps), li, 2, c);
     const std::vector<float> gate = linear(h2, l.gate, rows, c, inter);
     const std::vector<float> up = linear(h2, l.up, rows, c, inter);
     std::vector<float> a(gate.size());
     for (size_t i = 0; i < a.size(); ++i)
       a[i] = float(double(gate[i]) / (1.0 + std::exp(-double(gate[i]))) * double(up[i]));
-    const std::vector<float> down = linear(a, l.down, rows, inter, c);
+    const std::vector<float> down =
+        linear(input(std::move(a), li, 3, inter), l.down, rows, inter, c);
     for (size_t i = 0; i < x.size(); ++i)
       x[i] += down[i];
   }

@@ -24,8 +24,21 @@ struct HostWeights {
   std::vector<float> lm_head;     // (V, C); empty when tied to `embed`
 };
 
+// Where the decoder's FP8 rounds (decoder.h), rounded alike to E4M3 (tensor_file.h's
+// round_to_e4m3): the cache's keys and values (stored divided by cache_scale), and the
+// inputs of layer l's projection k (0 QKV, 1 attention output, 2 gate/up, 3 down)
+// times input_scales[4 l + k] at the positions below `rounded_positions` (those the
+// GPU ran through cuBLASLt's FP8 GEMMs: the prompt, or every position).
+struct Fp8Rounding {
+  bool cache = false;
+  float cache_scale = 1.0f;
+  std::vector<float> input_scales;  // empty: no input rounded
+  int rounded_positions = 0;
+};
+
 // Logits (batch, seq, V) of tokens (batch, seq) at positions 0 .. seq - 1, causal.
 std::vector<float> reference_logits(const Shape& shape, const HostWeights& w,
-                                    const std::vector<int32_t>& tokens, int batch, int seq);
+                                    const std::vector<int32_t>& tokens, int batch, int seq,
+                                    const Fp8Rounding& fp8 = {});
 
 }  // namespace gpuvs::models::llama

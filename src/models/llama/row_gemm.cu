@@ -1,6 +1,9 @@
 // The decode step's few-row projections (row_gemm.h).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <type_traits>
 
 #include "core/error.h"
 #include "gpu/check.h"
@@ -53,6 +56,29 @@ __device__ __forceinline__ void unpack<__nv_bfloat16>(const int4& v, float* f) {
     f[2 * i] = __uint_as_float(w[i] << 16);
     f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
   }
+}
+
+// 16 E4M3 weights of a 16-byte load as floats (two at a time through half2).
+__device__ __forceinline__ void unpack_e4m3(const int4& v, float* f) {
+  const __nv_fp8x2_storage_t* p = reinterpret_cast<const __nv_fp8x2_storage_t*>(&v);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float2 t = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(p[i], __NV_E4M3)));
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+// The weights of one 16-byte load of W: kVec<T> of type T, or 16 E4M3.
+template <class T, bool kW8>
+constexpr int kWVec = kW8 ? 16 : kVec<T>;
+
+template <class T, bool kW8>
+__device__ __forceinline__ void unpack_w(const int4& v, float* f) {
+  if constexpr (kW8)
+    unpack_e4m3(v, f);
+  else
+    unpack<T>(v, f);
 }
 
 // kVec<T> floats, each rounded to T, as 16 bytes.
@@ -134,14 +160,18 @@ __device__ void stage_input(const RowGemmArgs& a, int4* stage, float* scratch) {
   __syncthreads();
 }
 
-// One warp per kOutPerWarp rows of W; rows of the input up to R (a.rows <= R).
-template <class T, int R, RowInput kIn>
+// One warp per kOutPerWarp rows of W; rows of the input up to R (a.rows <= R); W in
+// T or (kW8) E4M3.
+template <class T, int R, RowInput kIn, bool kW8>
 __global__ void __launch_bounds__(kThreads) row_gemm_kernel(RowGemmArgs a) {
-  constexpr int V = kVec<T>;
+  constexpr int V = kVec<T>;         // input elements per 16 bytes
+  constexpr int VW = kWVec<T, kW8>;  // weights per 16 bytes
+  constexpr int kInPerW = VW / V;    // input loads per weight load
   extern __shared__ int4 stage[];
   __shared__ float scratch[kWarps];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int vecs = int(a.k / V);
+  const int in_vecs = int(a.k / V);
+  const int vecs = int(a.k / VW);
   const int64_t n0 = (int64_t(blockIdx.x) * kWarps + warp) * kOutPerWarp;
   const int4* wrow[kOutPerWarp];
 #pragma unroll
@@ -178,29 +208,32 @@ __global__ void __launch_bounds__(kThreads) row_gemm_kernel(RowGemmArgs a) {
     for (int u = 0; u < kGroup; ++u) {
       const int c = lane + kWarpSize * (g * kGroup + u);
       if (c >= vecs) break;
-      float w[kOutPerWarp][V];
+      float w[kOutPerWarp][VW];
 #pragma unroll
       for (int j = 0; j < kOutPerWarp; ++j)
-        unpack<T>(cur[u][j], w[j]);
+        unpack_w<T, kW8>(cur[u][j], w[j]);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         if (r >= a.rows) break;
-        float xs[V];
-        unpack<T>(stage[r * vecs + c], xs);
+        float xs[VW];
+#pragma unroll
+        for (int h = 0; h < kInPerW; ++h)
+          unpack<T>(stage[r * in_vecs + c * kInPerW + h], xs + h * V);
 #pragma unroll
         for (int j = 0; j < kOutPerWarp; ++j)
 #pragma unroll
-          for (int e = 0; e < V; ++e)
+          for (int e = 0; e < VW; ++e)
             acc[r][j] = fmaf(xs[e], w[j][e], acc[r][j]);
       }
     }
   }
 
+  const float w_scale = kW8 ? *a.w_scale : 1.0f;
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int j = 0; j < kOutPerWarp; ++j) {
-      const float s = warp_sum(acc[r][j]);
+      const float s = warp_sum(acc[r][j]) * w_scale;
       const int64_t n = n0 + j;
       if (lane != 0 || r >= a.rows || n >= a.n) continue;
       const int64_t at = int64_t(r) * a.n + n;
@@ -216,9 +249,9 @@ size_t stage_bytes(int rows, int64_t k, DType dtype) {
   return size_t(rows) * size_t(k) * dtype_size(dtype);
 }
 
-template <class T, int R, RowInput kIn>
+template <class T, int R, RowInput kIn, bool kW8>
 void launch(const RowGemmArgs& a, bool dependent, cudaStream_t s) {
-  auto kernel = row_gemm_kernel<T, R, kIn>;
+  auto kernel = row_gemm_kernel<T, R, kIn, kW8>;
   const size_t smem = stage_bytes(a.rows, a.k, a.dtype);
   GPUVS_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -226,37 +259,50 @@ void launch(const RowGemmArgs& a, bool dependent, cudaStream_t s) {
   launch_kernel(kernel, dim3(blocks), dim3(kThreads), smem, s, dependent, a);
 }
 
-template <class T, RowInput kIn>
+template <class T, RowInput kIn, bool kW8>
 void launch_rows(const RowGemmArgs& a, bool dependent, cudaStream_t s) {
   if (a.rows == 1)
-    launch<T, 1, kIn>(a, dependent, s);
+    launch<T, 1, kIn, kW8>(a, dependent, s);
   else if (a.rows == 2)
-    launch<T, 2, kIn>(a, dependent, s);
+    launch<T, 2, kIn, kW8>(a, dependent, s);
   else
-    launch<T, 4, kIn>(a, dependent, s);
+    launch<T, 4, kIn, kW8>(a, dependent, s);
+}
+
+// FP8 weights with bf16 inputs only (the decoder's FP8 precision).
+template <class T, RowInput kIn>
+void launch_weights(const RowGemmArgs& a, bool dependent, cudaStream_t s) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (a.w_fp8) {
+      launch_rows<T, kIn, true>(a, dependent, s);
+      return;
+    }
+  }
+  launch_rows<T, kIn, false>(a, dependent, s);
 }
 
 }  // namespace
 
-bool row_gemm_fits(int rows, int64_t k, DType dtype) {
-  const int64_t vec = 16 / int64_t(dtype_size(dtype));
+bool row_gemm_fits(int rows, int64_t k, DType dtype, bool w_fp8) {
+  const int64_t vec = w_fp8 ? 16 : 16 / int64_t(dtype_size(dtype));
   return rows >= 1 && rows <= kMaxRows && k > 0 && k % vec == 0 &&
-         stage_bytes(rows, k, dtype) <= kMaxStageBytes;
+         (!w_fp8 || dtype == DType::kBF16) && stage_bytes(rows, k, dtype) <= kMaxStageBytes;
 }
 
 void row_gemm(const RowGemmArgs& a, bool dependent_launch, cudaStream_t s) {
-  if (!row_gemm_fits(a.rows, a.k, a.dtype) || a.n < 1)
+  if (!row_gemm_fits(a.rows, a.k, a.dtype, a.w_fp8) || a.n < 1)
     throw Error("llama row_gemm: rows and K outside what it takes (row_gemm_fits)");
+  if (a.w_fp8 && a.w_scale == nullptr) throw Error("llama row_gemm: FP8 weights need w_scale");
   GPUVS_DISPATCH_DTYPE(a.dtype, {
     switch (a.input) {
       case RowInput::kPlain:
-        launch_rows<T, RowInput::kPlain>(a, dependent_launch, s);
+        launch_weights<T, RowInput::kPlain>(a, dependent_launch, s);
         break;
       case RowInput::kRmsNorm:
-        launch_rows<T, RowInput::kRmsNorm>(a, dependent_launch, s);
+        launch_weights<T, RowInput::kRmsNorm>(a, dependent_launch, s);
         break;
       case RowInput::kSwiGLU:
-        launch_rows<T, RowInput::kSwiGLU>(a, dependent_launch, s);
+        launch_weights<T, RowInput::kSwiGLU>(a, dependent_launch, s);
         break;
     }
   });

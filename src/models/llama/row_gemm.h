@@ -37,14 +37,19 @@ struct RowGemmArgs {
   const void* norm_weight = nullptr;  // (K), kRmsNorm only
   float eps = 1e-5f;
   const void* w = nullptr;  // (N, K) row-major
+  // W in E4M3 (one byte a weight) times *w_scale (device, FP32): the decoder's FP8
+  // weights; the input and the output stay in `dtype`.
+  bool w_fp8 = false;
+  const float* w_scale = nullptr;
   const void* residual = nullptr;
   void* out = nullptr;
   bool out_f32 = false;
 };
 
 // Whether row_gemm() takes these rows and this K: rows 1 to 4, K a multiple of one
-// 16-byte load, the staged input rows within the shared memory it allows itself.
-bool row_gemm_fits(int rows, int64_t k, DType dtype);
+// 16-byte load of W and of the input, the staged input rows within the shared memory
+// it allows itself.
+bool row_gemm_fits(int rows, int64_t k, DType dtype, bool w_fp8 = false);
 // Requires row_gemm_fits() (Error otherwise). `dependent_launch`: start while the
 // kernel before it finishes (only on compute capability 9.0 and later).
 void row_gemm(const RowGemmArgs& a, bool dependent_launch, cudaStream_t s);

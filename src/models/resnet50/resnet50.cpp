@@ -30,8 +30,7 @@ DType storage_type(Precision p) {
 const ModelConfig& checked(const ModelConfig& c, int device) {
   if (c.batch < 1) throw UsageError(fmt::format("batch must be at least 1, not {}", c.batch));
   if (c.precision == Precision::kFp8)
-    throw UsageError(
-        "fp8 is for BERT-large and Llama training: ResNet-50 runs fp32, tf32, fp16 or bf16");
+    throw UsageError("fp8 is for BERT-large and Llama: ResNet-50 runs fp32, tf32, fp16 or bf16");
   // cuDNN's legacy API indexes a tensor with 32-bit integers: the stem's output
   // (N, 112, 112, 64) must stay below 2^31 elements. A larger batch would not fit in
   // any GPU's memory today anyway, so it reads as out-of-memory to the batch search.

@@ -40,12 +40,16 @@ Options:
                                      each --emit form; model --batch max end to end
                         monitor      gpuvs monitor over PyTorch workloads (torch)
                         llama        gpuvs model llama --mode infer: 8B at batch 1
-                                     (with --profile) and 64, 1B at batch 1; beside
-                                     them transformers' generate (needs transformers)
+                                     (with --profile) and 64 in bf16 and fp8, with the
+                                     fp8 KV cache, at --batch max; 1B at batch 1;
+                                     beside them transformers' generate (needs
+                                     transformers)
                         llama-train  gpuvs model llama --mode train, 1B at seq 2048,
                                      batch 8: bf16 and fp8 (with --profile), bf16
                                      with --recompute selective and full; beside
-                                     them transformers' training, eager and compiled
+                                     them transformers' training, eager and compiled,
+                                     and PyTorch's fused attention backends (cuDNN's
+                                     SDPA among them) at the same shape
                         check        gpuvs check --level 1, 2, and 3 for 120 s
                                      against the level-2 run as its baseline
   --nccl-tests DIR    nccl-tests' build folder: the collectives sweeps run beside it
@@ -450,6 +454,14 @@ if [[ -n $out_dir ]]; then
       --profile
     reference models/llama-8b-bf16-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 --generate 128
     reference models/llama-1b-bf16-infer-batch1 1 -- "${l[@]}" --size 1b --batch 1 --generate 256
+    l=(model llama --mode infer --precision fp8 --prompt 128 --gpu 0)
+    reference models/llama-8b-fp8-infer-batch1 1 -- "${l[@]}" --size 8b --batch 1 --generate 256 \
+      --profile
+    reference models/llama-8b-fp8-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 --generate 128
+    reference models/llama-8b-fp8-kvfp8-infer-batch64 1 -- "${l[@]}" --size 8b --batch 64 \
+      --generate 128 --kv-cache fp8
+    reference models/llama-8b-fp8-kvfp8-infer-batch-max 1 -- "${l[@]}" --size 8b --batch max \
+      --generate 128 --kv-cache fp8
     llama_peer llama-8b-batch64 llama_generate.py --size 8b --batch 64 --prompt 128 --generate 64
   fi
   if selected llama-train; then
@@ -463,6 +475,8 @@ if [[ -n $out_dir ]]; then
     llama_peer llama-1b-train-batch8 llama_train.py --size 1b --seq 2048 --batch 8
     llama_peer llama-1b-train-batch8-compiled llama_train.py --size 1b --seq 2048 --batch 8 \
       --compile
+    llama_peer attention-1b-seq2048-batch8 attention.py --batch 8 --seq 2048 --heads 32 \
+      --kv-heads 8 --head-dim 64
   fi
   if selected tune; then
     if ((gpus < 1)); then

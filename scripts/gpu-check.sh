@@ -472,11 +472,11 @@ if [[ -n $out_dir ]]; then
       --precision bf16 --recompute selective
     reference models/llama-1b-bf16-train-batch8-recompute-full 1 -- "${l[@]}" --precision bf16 \
       --recompute full
+    llama_peer attention-1b-seq2048-batch8 attention.py --batch 8 --seq 2048 --heads 32 \
+      --kv-heads 8 --head-dim 64
     llama_peer llama-1b-train-batch8 llama_train.py --size 1b --seq 2048 --batch 8
     llama_peer llama-1b-train-batch8-compiled llama_train.py --size 1b --seq 2048 --batch 8 \
       --compile
-    llama_peer attention-1b-seq2048-batch8 attention.py --batch 8 --seq 2048 --heads 32 \
-      --kv-heads 8 --head-dim 64
   fi
   if selected tune; then
     if ((gpus < 1)); then

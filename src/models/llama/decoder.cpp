@@ -219,9 +219,9 @@ struct Decoder::Impl {
   // scale from it, then the cast.
   void quantize(const void* src, void* dst, int64_t n, bert::Fp8Meta* meta) const {
     reset_metas(meta, 1);
-    cast_e4m3(src, static_cast<uint8_t*>(dst), n, meta, stream.get());
+    cast_e4m3(src, dtype, static_cast<uint8_t*>(dst), n, meta, stream.get());
     bert::update_fp8_metas(meta, 1, stream.get());
-    cast_e4m3(src, static_cast<uint8_t*>(dst), n, meta, stream.get());
+    cast_e4m3(src, dtype, static_cast<uint8_t*>(dst), n, meta, stream.get());
   }
 };
 
@@ -237,8 +237,8 @@ Decoder::Decoder(const DecoderConfig& config, int device)
   if (config_.max_context > s.max_context)
     throw UsageError(fmt::format("llama: a context of {} tokens is beyond {}'s {}",
                                  config_.max_context, s.name, s.max_context));
-  if ((config_.fp8_weights || config_.fp8_cache) && config_.dtype != DType::kBF16)
-    throw UsageError("llama: FP8 weights and the FP8 cache take bf16 activations");
+  if ((config_.fp8_weights || config_.fp8_cache) && config_.dtype == DType::kF16)
+    throw UsageError("llama: FP8 weights and the FP8 cache take bf16 or fp32 activations");
   if (!(config_.cache_scale > 0.0f) || !std::isfinite(config_.cache_scale))
     throw UsageError("llama: the FP8 cache's scale must be a positive number");
   DeviceScope scope(device);
@@ -280,13 +280,14 @@ Decoder::Decoder(const DecoderConfig& config, int device)
       g.name = name;
       return std::make_unique<bert::Gemm>(m.lt, g);
     }
-    // out (r, out) bf16 = x (r, in) E4M3 times W (out, in) E4M3 transposed, both
-    // K-major: the only FP8 form Hopper's cuBLASLt takes.
+    // out (r, out) in the activations' type = x (r, in) E4M3 times W (out, in) E4M3
+    // transposed, both K-major: the only FP8 form Hopper's cuBLASLt takes.
     RowMajorGemm f;
     f.name = fmt::format("{} (FP8)", name);
     f.a = f.b = GemmElem::kE4M3;
-    f.c = GemmElem::kBF16;
-    f.fast_accum = true;
+    f.c = t;
+    // FP32 activations (the exact checks against the reference) sum in full FP32 too.
+    f.fast_accum = m.dtype != DType::kF32;
     f.tb = true;
     f.m = round_up(r, 16);
     f.n = out;
@@ -459,7 +460,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
                   void* out, bool residual) {
     const void* a = in;
     if (m.fp8) {
-      cast_e4m3(in, m.x8, rows * in_cols, m.in_meta(layer, k), st);
+      cast_e4m3(in, m.dtype, m.x8, rows * in_cols, m.in_meta(layer, k), st);
       gemm.set_fp8_scales(&m.in_meta(layer, k)->scale_inv, &m.w_meta(layer, k)->scale_inv);
       a = m.x8;
     }

@@ -39,16 +39,18 @@ struct DecoderConfig {
   // Decode steps of up to 4 sequences through the decoder's own few-row projections
   // (row_gemm.h) where they fit; false: cuBLASLt's GEMMs at every step, as in prefill.
   bool row_gemms = true;
-  // FP8 (bf16 activations, compute capability 8.9+): the four projections of every
+  // FP8 (compute capability 8.9+; bf16 activations as `--precision fp8` runs, or fp32
+  // ones, summed in full FP32, for the exact checks): the four projections of every
   // layer hold their weights in E4M3 with one FP32 scale per tensor (amax / 448, from
-  // the weights themselves); the embeddings, the norms and the LM head stay bf16.
+  // the weights themselves); the embeddings, the norms and the LM head stay in the
+  // activations' type.
   // The few-row decode projections read the E4M3 weights with bf16 inputs; cuBLASLt's
   // FP8 GEMMs (prefill, larger decode batches) also take their inputs in E4M3, each
   // with one static scale per projection and layer, calibrated by the first prefill
   // (after construction or set_weights()), which then runs twice: once to record
   // every input's amax, once with the scales it gives.
   bool fp8_weights = false;
-  // The KV cache in E4M3 (bf16 activations): keys and values stored divided by
+  // The KV cache in E4M3 (bf16 or fp32 activations): keys and values stored divided by
   // cache_scale, saturating; 1 is vLLM's default where no calibrated scale is given.
   bool fp8_cache = false;
   float cache_scale = 1.0f;

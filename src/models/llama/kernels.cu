@@ -98,9 +98,23 @@ __device__ __forceinline__ void atomic_max_nonneg(float* addr, float v) {
   atomicMax(reinterpret_cast<int*>(addr), __float_as_int(v));
 }
 
+// Eight elements of T from p (16-byte aligned), in FP32.
+template <class T>
+__device__ __forceinline__ void load8(const T* p, float (&out)[8]) {
+  constexpr int kN = Vec<T>::kN;
+#pragma unroll
+  for (int part = 0; part < 8 / kN; ++part) {
+    const Vec<T> v = load_vec(p + part * kN);
+#pragma unroll
+    for (int k = 0; k < kN; ++k)
+      out[part * kN + k] = to_f(v.e[k]);
+  }
+}
+
 // 8 elements a thread at a time; one amax atomic per block.
-__global__ void cast_e4m3_kernel(const __nv_bfloat16* __restrict__ x, uint8_t* __restrict__ out,
-                                 int64_t vecs, bert::Fp8Meta* meta) {
+template <class T>
+__global__ void cast_e4m3_kernel(const T* __restrict__ x, uint8_t* __restrict__ out, int64_t vecs,
+                                 bert::Fp8Meta* meta) {
   wait_for_previous_kernel();
   let_next_kernel_start();
   __shared__ float scratch[kThreads / kWarpSize];
@@ -108,11 +122,12 @@ __global__ void cast_e4m3_kernel(const __nv_bfloat16* __restrict__ x, uint8_t* _
   float amax = 0.0f;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const Vec<__nv_bfloat16> v = load_vec(x + i * 8);
+    float v[8];
+    load8(x + i * 8, v);
     uint16_t pairs[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const float a = __bfloat162float(v.e[2 * k]), b = __bfloat162float(v.e[2 * k + 1]);
+      const float a = v[2 * k], b = v[2 * k + 1];
       amax = fmaxf(amax, fmaxf(fabsf(a), fabsf(b)));
       pairs[k] =
           __nv_cvt_float2_to_fp8x2(make_float2(a * scale, b * scale), __NV_SATFINITE, __NV_E4M3);
@@ -443,9 +458,12 @@ void rms_norm(const void* x, const void* w, void* y, int64_t rows, int c, float 
 
 void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s) {
   const int64_t n = int64_t(a.batch) * a.seq * (a.heads + a.kv_heads) * (a.head_dim / 2);
-  if (a.fp8_cache && a.dtype != DType::kBF16)
-    throw Error("llama rope_and_cache: an FP8 cache is for bf16 activations only");
-  if (a.fp8_cache)
+  if (a.fp8_cache && a.dtype == DType::kF16)
+    throw Error("llama rope_and_cache: an FP8 cache is for bf16 or fp32 activations");
+  if (a.fp8_cache && a.dtype == DType::kF32)
+    launch_kernel(rope_cache_kernel<float, __nv_fp8_e4m3>, grid_for(n), kThreads, 0, s,
+                  a.dependent_launch, a);
+  else if (a.fp8_cache)
     launch_kernel(rope_cache_kernel<__nv_bfloat16, __nv_fp8_e4m3>, grid_for(n), kThreads, 0, s,
                   a.dependent_launch, a);
   else
@@ -473,8 +491,8 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
   };
   if (a.head_dim != 32 && a.head_dim != 64 && a.head_dim != 128)
     throw Error("llama attention: head size must be 32, 64 or 128");
-  if (a.fp8_cache && a.dtype != DType::kBF16)
-    throw Error("llama attention: an FP8 cache is for bf16 activations only");
+  if (a.fp8_cache && a.dtype == DType::kF16)
+    throw Error("llama attention: an FP8 cache is for bf16 or fp32 activations");
   // The kernel of cache type C at the head size.
   auto by_head = [&](auto t, auto c) {
     using T = decltype(t);
@@ -486,7 +504,9 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
     else
       launch(attention_kernel<T, C, 4>);
   };
-  if (a.fp8_cache)
+  if (a.fp8_cache && a.dtype == DType::kF32)
+    by_head(float{}, __nv_fp8_e4m3{});
+  else if (a.fp8_cache)
     by_head(__nv_bfloat16{}, __nv_fp8_e4m3{});
   else
     GPUVS_DISPATCH_DTYPE(a.dtype, by_head(T{}, T{}));
@@ -499,13 +519,20 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
   }
 }
 
-void cast_e4m3(const void* x, uint8_t* out, int64_t n, bert::Fp8Meta* meta, cudaStream_t s) {
+void cast_e4m3(const void* x, DType dtype, uint8_t* out, int64_t n, bert::Fp8Meta* meta,
+               cudaStream_t s) {
+  if (dtype != DType::kBF16 && dtype != DType::kF32)
+    throw Error("llama cast_e4m3: bf16 or fp32 input");
   if (n % 8 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(out) % 8 != 0)
     throw Error("llama cast_e4m3: n a multiple of 8, x 16-byte and out 8-byte aligned");
   if (n == 0) return;
-  cast_e4m3_kernel<<<grid_for(n / 8), kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(x), out,
-                                                        n / 8, meta);
+  if (dtype == DType::kF32)
+    cast_e4m3_kernel<<<grid_for(n / 8), kThreads, 0, s>>>(static_cast<const float*>(x), out, n / 8,
+                                                          meta);
+  else
+    cast_e4m3_kernel<<<grid_for(n / 8), kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(x), out,
+                                                          n / 8, meta);
   GPUVS_CUDA_CHECK_LAUNCH();
 }
 

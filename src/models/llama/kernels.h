@@ -34,12 +34,13 @@ void embed(const int32_t* ids, const void* table, void* x, int64_t rows, int c, 
 void rms_norm(const void* x, const void* w, void* y, int64_t rows, int c, float eps, DType dtype,
               cudaStream_t s);
 
-// out (n) E4M3 = saturate(x * meta.scale), x (n) bf16, n a multiple of 8, x 16-byte
-// and out 8-byte aligned; meta.amax = max(meta.amax, max |x|) (bert/fp8.h's scaling:
-// the decoder calibrates its scales from these amaxes).
-void cast_e4m3(const void* x, uint8_t* out, int64_t n, bert::Fp8Meta* meta, cudaStream_t s);
+// out (n) E4M3 = saturate(x * meta.scale), x (n) bf16 or fp32, n a multiple of 8, x
+// 16-byte and out 8-byte aligned; meta.amax = max(meta.amax, max |x|) (bert/fp8.h's
+// scaling: the decoder calibrates its scales from these amaxes).
+void cast_e4m3(const void* x, DType dtype, uint8_t* out, int64_t n, bert::Fp8Meta* meta,
+               cudaStream_t s);
 
-// The KV cache in E4M3 (fp8_cache, bf16 activations only): a key or value v is stored
+// The KV cache in E4M3 (fp8_cache, bf16 or fp32 activations): a key or value v is stored
 // as saturate(v / cache_scale) and read back as e4m3 * cache_scale.
 
 // qkv (N, H*D + 2*KV), row b * seq + t at position *pos + t: rotates the query and key

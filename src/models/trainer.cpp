@@ -506,12 +506,13 @@ std::vector<Result> measure_model(const ModelRunOptions& run, BenchContext& ctx,
     out.push_back(mfu_gemm_result(headline, cfg, ctx, flops / items, spec.name));
   }
   if (search) {
+    const ModelDef* def = find_model_def(cfg.model);
     const BatchSearchResult& s = search->search;
-    Result r =
-        quantity(model_result_id(Family::kModelMaxBatch, cfg),
-                 model_display_name(cfg.model) + " " + std::string(to_string(cfg.mode)) + " " +
-                     std::string(to_string(cfg.precision)) + ", largest batch that fits",
-                 headline, s.max_batch, item);
+    Result r = quantity(
+        model_result_id(Family::kModelMaxBatch, cfg),
+        model_display_name(cfg.model) + " " + std::string(to_string(cfg.mode)) + " " +
+            std::string(to_string(cfg.precision)) + ", largest batch that fits",
+        headline, s.max_batch, std::string(def ? def->batch_unit() : std::string_view(item)));
     r.parameters["first_failure"] = int64_t{s.first_failure};
     r.parameters["candidates"] = static_cast<int64_t>(s.probes.size());
     r.parameters["search_s"] = search->seconds;

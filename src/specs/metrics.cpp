@@ -58,7 +58,7 @@ void add_model_metrics(std::vector<MetricDef>& out) {
     Family family;
     std::string suffix;  // of the metric id
     std::string what;    // of its name
-    std::string unit;    // "{item}" is the model's item
+    std::string unit;    // "{item}" is the model's item, "{batch}" what its batch counts
     bool higher_is_better;
     bool headline;
   };
@@ -68,7 +68,7 @@ void add_model_metrics(std::vector<MetricDef>& out) {
       {Family::kModelStepTime, ".step_time", ", step time", "s", false, false},
       {Family::kModelPeakMemory, ".peak_memory", ", device memory", "B", false, false},
       {Family::kModelEnergy, ".energy_per_item", ", energy per item", "J/{item}", false, false},
-      {Family::kModelMaxBatch, ".max_batch", ", largest batch", "{item}", true, false},
+      {Family::kModelMaxBatch, ".max_batch", ", largest batch", "{batch}", true, false},
       {Family::kModelPrefill, ".prefill", ", prefill", "tokens/s", true, false},
       {Family::kModelDecode, ".decode", ", decode", "tokens/s", true, false},
       {Family::kModelTtft, ".ttft", ", time to first token", "s", false, false},
@@ -99,6 +99,8 @@ void add_model_metrics(std::vector<MetricDef>& out) {
         m.unit = f.unit;
         if (const size_t at = m.unit.find("{item}"); at != std::string::npos)
           m.unit.replace(at, 6, model.item);
+        if (const size_t at = m.unit.find("{batch}"); at != std::string::npos)
+          m.unit.replace(at, 7, model.batch_unit());
         m.higher_is_better = f.higher_is_better;
         m.group = MetricGroup::kModels;
         for (const Placeholder& p : family_def(f.family).placeholders)

@@ -250,7 +250,7 @@ std::vector<FamilyDef> make_families() {
       {F::kModelEnergy, "model.{model}.{mode}.{precision}.energy_per_item", "J/{item}",
        "Energy per item (NVML energy counter over the single steps)", model_placeholders(),
        model_config()},
-      {F::kModelMaxBatch, "model.{model}.{mode}.{precision}.max_batch", "{item}",
+      {F::kModelMaxBatch, "model.{model}.{mode}.{precision}.max_batch", "{batch}",
        "Largest batch that fits (`--batch max`)", model_placeholders(), model_config()},
       {F::kModelLayers, "model.{model}.{mode}.{precision}.layer", "s",
        "Per-layer profile: unsupported where a model does not time its layers",
@@ -544,7 +544,7 @@ std::optional<IdMatch> match_result_id(std::string_view id) {
 
 std::string family_unit(const FamilyDef& def, const std::vector<std::string>& values) {
   size_t k = 0;
-  std::string item;
+  std::string item, batch;
   for (const Part& part : parts_of(def.pattern)) {
     if (!part.placeholder) continue;
     const Placeholder& p = placeholder(def, part.text);
@@ -552,12 +552,16 @@ std::string family_unit(const FamilyDef& def, const std::vector<std::string>& va
       for (const PlaceholderValue& v : p.values)
         if (v.text == values[k] && !v.unit.empty()) return std::string(v.unit);
       if (p.name == "model")
-        if (const ModelDef* m = find_model_def(values[k])) item = m->item;
+        if (const ModelDef* m = find_model_def(values[k])) {
+          item = m->item;
+          batch = m->batch_unit();
+        }
     }
     ++k;
   }
   std::string unit(def.unit);
   if (const size_t at = unit.find("{item}"); at != std::string::npos) unit.replace(at, 6, item);
+  if (const size_t at = unit.find("{batch}"); at != std::string::npos) unit.replace(at, 7, batch);
   return unit;
 }
 

@@ -96,7 +96,7 @@ struct FamilyDef {
   Family family;
   std::string_view pattern;  // "memory.hbm.{op}"
   // Base SI unit, or a template "{item}/s", "J/{item}", "{item}": the model's item
-  // (img, seq), from the model of the id.
+  // (img, seq), from the model of the id; "{batch}": what its batch counts.
   std::string_view unit;
   std::string_view what;  // one line: what it measures
   std::vector<Placeholder> placeholders;
@@ -123,6 +123,8 @@ struct ModelDef {
   bool has_seq;              // sequence length is a parameter
   bool has_tokens;           // writes tokens/s
   bool decoder = false;      // prefill and decode (Llama)
+  // What a batch counts: the item, but sequences of a decoder's tokens.
+  std::string_view batch_unit() const { return decoder ? "sequences" : item; }
 };
 
 std::span<const FamilyDef> families();

@@ -177,10 +177,12 @@ TEST(LlamaDecoder, Bf16StaysWithinBf16sRounding) {
 // FP8 (DecoderConfig::fp8_weights, fp8_cache) with FP32 activations against the
 // reference over the decoder's own E4M3 weights times their scales (download_weights),
 // rounding to E4M3 where the decoder does: the GEMM inputs with its calibrated scales,
-// the cache's keys and values with the cache's scale. With FP32 around them the same
-// values reach the same rounding, so what is left is the GEMMs' summation order; the
-// plain reference (nothing rounded) differs by E4M3's error (3 mantissa bits), many
-// times larger: the check tells the rounding apart.
+// the cache's keys and values with the cache's scale. The cache alone meets the same
+// values at the same rounding: what is left is FP32's, and the plain reference (nothing
+// rounded) is many times farther. The FP8 GEMMs' tensor-core sums are not exact FP32
+// even without fast accumulation (on the H200: rounded 0.07-0.08, plain 0.24-0.26), so
+// some inputs of the next projection cross an E4M3 boundary the reference's did not:
+// with FP8 weights the rounded reference must still be 2.5x closer than the plain one.
 TEST(LlamaDecoder, Fp8ComputesTheQuantisedModel) {
   GPUVS_REQUIRE_GPU();
   GPUVS_REQUIRE_FP8();
@@ -188,20 +190,24 @@ TEST(LlamaDecoder, Fp8ComputesTheQuantisedModel) {
     const char* name;
     bool weights, cache;
     float scale;
+    double tol;
+    float tie;
+    double apart;  // the plain reference at least this many times farther
   };
-  for (const Case& k :
-       {Case{"weights", true, false, 1.0f}, Case{"cache", false, true, 1.0f},
-        Case{"cache at 1/4", false, true, 0.25f}, Case{"weights and cache", true, true, 1.0f}}) {
+  for (const Case& k : {Case{"weights", true, false, 1.0f, 0.12, 0.08f, 2.5},
+                        Case{"cache", false, true, 1.0f, 2e-3, 1e-2f, 5},
+                        Case{"cache at 1/4", false, true, 0.25f, 2e-3, 1e-2f, 5},
+                        Case{"weights and cache", true, true, 1.0f, 0.12, 0.08f, 2.5}}) {
     SCOPED_TRACE(k.name);
     DecoderConfig c = reference_case(DType::kF32);
     c.fp8_weights = k.weights;
     c.fp8_cache = k.cache;
     c.cache_scale = k.scale;
-    const double rounded = expect_matches_reference(c, {2e-3, 1e-2f}).first;
-    const double plain = expect_matches_reference(c, {0.3, 0.3f, false}).first;
+    const double rounded = expect_matches_reference(c, {k.tol, k.tie}).first;
+    const double plain = expect_matches_reference(c, {0.4, 0.3f, false}).first;
     RecordProperty(std::string("rel_l2 ") + k.name,
                    std::to_string(rounded) + " rounded, " + std::to_string(plain) + " not");
-    EXPECT_GT(plain, 5 * rounded);
+    EXPECT_GT(plain, k.apart * rounded);
   }
 }
 

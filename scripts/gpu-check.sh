@@ -46,7 +46,9 @@ Options:
                                      transformers)
                         llama-train  gpuvs model llama --mode train, 1B at seq 2048,
                                      batch 8: bf16 and fp8 (with --profile), bf16
-                                     with --recompute selective and full; beside
+                                     with gpuvs's attention kernels (--attention
+                                     gpuvs, with --profile) and with --recompute
+                                     selective and full; beside
                                      them transformers' training, eager and compiled,
                                      and PyTorch's fused attention backends (cuDNN's
                                      SDPA among them) at the same shape
@@ -468,6 +470,8 @@ if [[ -n $out_dir ]]; then
     l=(model llama --size 1b --mode train --seq 2048 --batch 8 --gpu 0)
     reference models/llama-1b-bf16-train-batch8 1 -- "${l[@]}" --precision bf16 --profile
     reference models/llama-1b-fp8-train-batch8 1 -- "${l[@]}" --precision fp8 --profile
+    reference models/llama-1b-bf16-train-batch8-attention-gpuvs 1 -- "${l[@]}" --precision bf16 \
+      --attention gpuvs --profile
     reference models/llama-1b-bf16-train-batch8-recompute-selective 1 -- "${l[@]}" \
       --precision bf16 --recompute selective
     reference models/llama-1b-bf16-train-batch8-recompute-full 1 -- "${l[@]}" --precision bf16 \

@@ -105,8 +105,22 @@ models::ModelRunOptions parse_model_args(const ModelArgs& a) {
     throw UsageError(fmt::format("--graph: '{}' is not on or off", a.graph));
   c.graph = a.graph == "on";
   c.deterministic = a.deterministic;
-  if (a.attention) {
-    if (c.model != "bert-large") throw UsageError("--attention: only for bert-large");
+  if (a.attention && c.model == "llama") {
+    if (c.mode != models::Mode::kTrain)
+      throw UsageError(
+          "--attention: for llama only in --mode train (the decoder's inference "
+          "has its own attention kernels)");
+    const auto kind = models::attention_kernel_from_string(*a.attention);
+    if (!kind)
+      throw UsageError(
+          fmt::format("--attention: '{}' is not auto, cudnn or gpuvs (llama)", *a.attention));
+    if (*kind == models::AttentionKernel::kCudnn && c.deterministic)
+      throw UsageError(
+          "--attention cudnn with --deterministic: cuDNN's attention backward adds through "
+          "atomics; --attention gpuvs is deterministic");
+    c.attention_kernel = *kind;
+  } else if (a.attention) {
+    if (c.model != "bert-large") throw UsageError("--attention: only for bert-large and llama");
     const auto kind = models::attention_from_string(*a.attention);
     if (!kind)
       throw UsageError(fmt::format("--attention: '{}' is not unfused or fused", *a.attention));
@@ -239,7 +253,8 @@ void add_model_command(CLI::App& app, CliContext& ctx) {
                 "(slower where the fastest is not deterministic)");
   sub->add_option("--attention", args->attention,
                   "bert-large attention: unfused (default; probabilities in memory) | fused "
-                  "(flash-style kernels)");
+                  "(flash-style kernels); llama --mode train: auto (default: cuDNN's where it "
+                  "runs, gpuvs's with --deterministic) | cudnn | gpuvs");
   add_number_option(sub, "--headroom", args->headroom,
                     NumberRules::plain().or_zero().at_most(0.9).eg("0.1"),
                     "With --batch max: fraction of memory the recommended batch leaves free "

@@ -26,6 +26,12 @@ constexpr std::array<std::pair<Attention, std::string_view>, 2> kAttentions{{
     {Attention::kFused, "fused"},
 }};
 
+constexpr std::array<std::pair<AttentionKernel, std::string_view>, 3> kAttentionKernels{{
+    {AttentionKernel::kAuto, "auto"},
+    {AttentionKernel::kCudnn, "cudnn"},
+    {AttentionKernel::kGpuvs, "gpuvs"},
+}};
+
 constexpr std::array<std::pair<Recompute, std::string_view>, 3> kRecomputes{{
     {Recompute::kNone, "none"},
     {Recompute::kSelective, "selective"},
@@ -72,6 +78,14 @@ std::optional<Precision> precision_from_string(std::string_view s) {
 
 std::optional<Attention> attention_from_string(std::string_view s) {
   return value_of(kAttentions, s);
+}
+
+std::string_view to_string(AttentionKernel k) {
+  return name_of(kAttentionKernels, k);
+}
+
+std::optional<AttentionKernel> attention_kernel_from_string(std::string_view s) {
+  return value_of(kAttentionKernels, s);
 }
 
 std::string_view to_string(Recompute r) {

@@ -21,6 +21,13 @@ enum class Precision { kFp32, kTf32, kFp16, kBf16, kFp8 };
 
 enum class Attention { kUnfused, kFused };
 
+// The Llama training's fused causal attention: cuDNN's SDPA engines (through the graph
+// API, models/layers/cudnn_sdpa.h), gpuvs's own FlashAttention-2-style kernels, or auto:
+// cuDNN's where it has an engine for the shape and the run need not be deterministic
+// (its backward adds dq through atomics), else gpuvs's. Measured on an H200 (Llama 3.2
+// 1B's shape), cuDNN's forward and backward are the faster (docs/models.md).
+enum class AttentionKernel { kAuto, kCudnn, kGpuvs };
+
 // What a training step keeps of each layer's forward for its backward (Llama): every
 // activation (none recomputed); selective: all but the cheap elementwise outputs
 // (the two RMSNorm outputs and SwiGLU's), recomputed in the backward; full: only the
@@ -35,6 +42,8 @@ std::optional<Mode> mode_from_string(std::string_view s);
 std::optional<Precision> precision_from_string(std::string_view s);
 std::string_view to_string(Attention a);
 std::optional<Attention> attention_from_string(std::string_view s);
+std::string_view to_string(AttentionKernel k);
+std::optional<AttentionKernel> attention_kernel_from_string(std::string_view s);
 std::string_view to_string(Recompute r);
 std::optional<Recompute> recompute_from_string(std::string_view s);
 
@@ -70,7 +79,8 @@ struct ModelConfig {
   // Llama ("llama"): the published size ("1b", "3b", "8b"), and for inference the
   // prompt's tokens and the tokens generated after it (the first by the prefill).
   std::string llama_size = "1b";
-  Recompute recompute = Recompute::kNone;  // Llama training only
+  Recompute recompute = Recompute::kNone;                     // Llama training only
+  AttentionKernel attention_kernel = AttentionKernel::kAuto;  // Llama training only
   int prompt = 128;
   int generate = 128;
   // Llama inference: the KV cache in FP8 E4M3 (false: in the activations' type).

@@ -85,6 +85,10 @@ class Model {
   // ("algorithm_search"); empty where the model has no such choice to report.
   virtual std::string algorithm_search() const { return {}; }
 
+  // Which kernels ran a fused attention, for the run file's parameters
+  // ("attention_kernel"); empty where the model has no such choice.
+  virtual std::string attention_kernel() const { return {}; }
+
   // The main output ("logits") checked on the GPU: how many values it has and how many
   // of them are NaN or infinite, without reading it back; nullopt where the model has
   // no such check (the caller then reads get_tensor("logits")).

@@ -106,6 +106,7 @@ std::map<std::string, ParamValue> run_parameters(const Model& m, const SearchFac
   }
   if (c.deterministic) p["deterministic"] = true;
   if (std::string how = m.algorithm_search(); !how.empty()) p["algorithm_search"] = how;
+  if (std::string which = m.attention_kernel(); !which.empty()) p["attention_kernel"] = which;
   p["parameter_count"] = m.parameter_count();
   p["batch_mode"] = std::string(s ? "max" : "fixed");
   if (s) {

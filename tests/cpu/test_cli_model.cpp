@@ -82,7 +82,11 @@ TEST(CliModel, BadValuesAreUsageErrorsBeforeAnyGpu) {
       {"resnet50 --batch max --headroom 0.95", "--headroom 0.95: too large: at most 0.9"},
       {"resnet50 --seq 128", "--seq: only for bert-large"},
       {"bert-large --seq 256", "--seq: 256 is not 128 or 512"},
-      {"resnet50 --attention fused", "--attention: only for bert-large"},
+      {"resnet50 --attention fused", "--attention: only for bert-large and llama"},
+      {"llama --attention fused", "--attention: 'fused' is not auto, cudnn or gpuvs (llama)"},
+      {"llama --mode infer --attention cudnn", "--attention: for llama only in --mode train"},
+      {"llama --attention cudnn --deterministic",
+       "--attention cudnn with --deterministic: cuDNN's attention backward adds through atomics"},
       {"bert-large --attention flash", "--attention: 'flash' is not unfused or fused"},
       {"resnet50 --steps 0", "--steps: must be 1 or more"},
       {"resnet50 --time-cap 0", "--time-cap 0: must be positive"},
@@ -131,7 +135,8 @@ TEST(CliModel, CountsTakeTheSameFormsAsEverywhere) {
   for (const char* args :
        {"resnet50 --batch 1k", "resnet50 --accumulate 010", "resnet50 --steps 1e2",
         "bert-large --seq 0.512k", "resnet50 --batch 64", "llama --precision fp8 --recompute full",
-        "llama --recompute selective --seq 1024"}) {
+        "llama --recompute selective --seq 1024", "llama --attention gpuvs",
+        "llama --attention cudnn --precision fp8"}) {
     const CliOutcome o = model(args);
     EXPECT_EQ(o.code, 3) << args << ": " << o.err;
     EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << args << ": not one line: " << o.err;

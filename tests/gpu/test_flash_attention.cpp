@@ -3,14 +3,16 @@
 // and 128, with and without the causal mask, with one key/value head per query head
 // and with grouped-query attention; the edges of the no-dropout (mma.sync) path and its
 // agreement with the WMMA (dropout) path; that a causal query gives its later keys no
-// weight at all; and a printout of the kernels' throughput at the Llama training
-// shapes. Skipped without a GPU.
+// weight at all; cuDNN's fused attention (models/layers/cudnn_sdpa.h) against the same
+// reference; and a printout of both one's throughput at the Llama training shapes.
+// Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "gpu/device.h"
 #include "gpu_test_util.h"
 #include "models/bert/kernels.h"
+#include "models/layers/cudnn_sdpa.h"
 
 namespace gpuvs::models {
 namespace {
@@ -271,6 +274,66 @@ struct Attention {
   }
 };
 
+// cuDNN's fused attention on the same tensors: forward with stats, then the backward,
+// o and d_o token-major where `tokens`. Compute capability 9.0 and newer must get a
+// plan (cuDNN's fused attention covers Hopper and Blackwell in bf16); older GPUs may
+// not, and return false.
+bool run_cudnn(Attention& run, bool tokens) {
+  const Shape& s = run.s;
+  SdpaShape sh;
+  sh.batch = s.b;
+  sh.heads = s.h;
+  sh.kv_heads = s.g;
+  sh.seq = s.t;
+  sh.head_dim = s.d;
+  sh.scale = float(1.0 / std::sqrt(double(s.d)));
+  sh.causal = s.causal;
+  sh.o_tokens = tokens;
+  std::unique_ptr<CudnnSdpa> sdpa;
+  try {
+    sdpa = std::make_unique<CudnnSdpa>(sh, true);
+  } catch (const SdpaUnsupported& e) {
+    if (compute_capability() >= 90) throw;
+    std::printf("cudnn-sdpa: %s\n", e.what());
+    return false;
+  }
+  const DType t = run.dtype;
+  DeviceBuffer o_dev(size_t(s.q_elems()) * dtype_size(t)), stats(size_t(s.rows()) * 4);
+  DeviceBuffer dq_dev(size_t(s.q_elems()) * dtype_size(t));
+  DeviceBuffer dk_dev(size_t(s.kv_elems()) * dtype_size(t));
+  DeviceBuffer dv_dev(size_t(s.kv_elems()) * dtype_size(t));
+  DeviceBuffer ws(std::max<size_t>(sdpa->workspace_bytes(), 1));
+  DeviceBuffer do_dev;
+  if (tokens) {
+    std::vector<float> dt = to_tokens(run.d_o, s);
+    do_dev = to_device(dt, t);
+  }
+  const void* d_o = tokens ? do_dev.get() : run.ddo.get();
+  sdpa->forward(run.dq_in.get(), run.dk_in.get(), run.dv_in.get(), o_dev.get(), stats.as<float>(),
+                ws.get(), nullptr);
+  sdpa->backward(run.dq_in.get(), run.dk_in.get(), run.dv_in.get(), o_dev.get(), d_o,
+                 stats.as<float>(), dq_dev.get(), dk_dev.get(), dv_dev.get(), ws.get(), nullptr);
+  GPUVS_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> o = to_host(o_dev, s.q_elems(), t);
+  if (tokens) {  // back to (B, H, T, D) for the reference
+    for (int b = 0; b < s.b; ++b)
+      for (int h = 0; h < s.h; ++h)
+        for (int i = 0; i < s.t; ++i)
+          for (int d = 0; d < s.d; ++d)
+            run.o.at(((size_t(b) * s.h + h) * s.t + i) * s.d + d) =
+                o[((size_t(b) * s.t + i) * s.h + h) * s.d + d];
+  } else {
+    run.o = o;
+  }
+  run.lse = floats_to_host(stats, s.rows());
+  run.dq = to_host(dq_dev, s.q_elems(), t);
+  run.dk = to_host(dk_dev, s.kv_elems(), t);
+  run.dv = to_host(dv_dev, s.kv_elems(), t);
+  std::printf("cudnn-sdpa %s: %s\n", tokens ? "token-major o" : "head-major o",
+              sdpa->describe().c_str());
+  return true;
+}
+
 std::string describe(const Shape& s, DType dtype) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s B%d T%d H%d G%d D%d %s",
@@ -365,6 +428,33 @@ TEST(FlashAttention, MatchesTheHostReference) {
     run.upload();
     run.run(c.g != s.h);
     expect_matches_reference(run, name);
+  }
+}
+
+// cuDNN's fused attention (the Llama training's default kernels) held to the same
+// reference and tolerances as gpuvs's kernels: causal, head sizes 64 and 128, one
+// key/value head per query head and grouped-query attention, o and d_o head-major and
+// token-major (as the training hands them), T 192 and 320 (a short last tile).
+TEST(CudnnSdpa, MatchesTheHostReference) {
+  GPUVS_REQUIRE_GPU();
+  struct Case {
+    int d, g, t;
+    bool tokens;
+  };
+  const Case cases[] = {
+      {64, 4, 192, false}, {64, 2, 192, true}, {128, 4, 320, true}, {128, 1, 192, false}};
+  std::mt19937_64 gen(11);
+  for (const Case& c : cases) {
+    Attention run;
+    run.s.d = c.d;
+    run.s.g = c.g;
+    run.s.t = c.t;
+    run.s.causal = true;
+    fill(run, false, gen);
+    run.upload();
+    run.o.assign(size_t(run.s.q_elems()), 0.0f);
+    if (!run_cudnn(run, c.tokens)) GTEST_SKIP() << "no cuDNN fused attention on this GPU";
+    expect_matches_reference(run, "cudnn " + describe(run.s, run.dtype));
   }
 }
 
@@ -661,6 +751,37 @@ TEST(FlashAttention, PrintsCausalThroughput) {
           wmma ? "-wmma" : "", describe(s, kType).c_str(), c.what, wmma ? wfwd_ms : fwd_ms,
           fwd_flop / (wmma ? wfwd_ms : fwd_ms) * 1e-9, wmma ? wbwd_ms : bwd_ms,
           2.5 * fwd_flop / (wmma ? wbwd_ms : bwd_ms) * 1e-9);
+    EXPECT_EQ(bert::count_nonfinite(dq.get(), s.rows(), s.d, s.d, kType, st), 0);
+    EXPECT_EQ(bert::count_nonfinite(dk.get(), int64_t(s.b) * s.g * s.t, s.d, s.d, kType, st), 0);
+    if (!s.causal) continue;  // cuDNN's graph is built for the decoder's causal attention
+    SdpaShape sh;
+    sh.batch = s.b;
+    sh.heads = s.h;
+    sh.kv_heads = s.g;
+    sh.seq = s.t;
+    sh.head_dim = s.d;
+    sh.scale = f.scale;
+    sh.o_tokens = true;  // as the training hands it o and d_o
+    std::unique_ptr<CudnnSdpa> sdpa;
+    try {
+      sdpa = std::make_unique<CudnnSdpa>(sh, true);
+    } catch (const SdpaUnsupported& e) {
+      if (compute_capability() >= 90) throw;
+      std::printf("cudnn-sdpa: %s\n", e.what());
+      continue;
+    }
+    DeviceBuffer ws(std::max<size_t>(sdpa->workspace_bytes(), 1));
+    const double cfwd_ms = time_ms(
+        [&] { sdpa->forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), ws.get(), st); });
+    const double cbwd_ms = time_ms([&] {
+      sdpa->backward(q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.as<float>(), dq.get(),
+                     dk.get(), dv.get(), ws.get(), st);
+    });
+    std::printf(
+        "flash-throughput-cudnn %s (%s): forward %.3f ms %.1f TFLOP/s, backward %.3f ms %.1f "
+        "TFLOP/s; %s\n",
+        describe(s, kType).c_str(), c.what, cfwd_ms, fwd_flop / cfwd_ms * 1e-9, cbwd_ms,
+        2.5 * fwd_flop / cbwd_ms * 1e-9, sdpa->describe().c_str());
     EXPECT_EQ(bert::count_nonfinite(dq.get(), s.rows(), s.d, s.d, kType, st), 0);
     EXPECT_EQ(bert::count_nonfinite(dk.get(), int64_t(s.b) * s.g * s.t, s.d, s.d, kType, st), 0);
   }

@@ -362,9 +362,9 @@ TEST(LlamaReference, Fp16StaysWithinPyTorchsOwnFp16Error) {
 // FP32 step; the yardstick is PyTorch's own bf16 error, K x max|PyTorch bf16 - PyTorch
 // fp32|, for the logits and for each parameter's gradient separately. The loss is one
 // number, one draw of the rounding: within K x the larger of PyTorch's own error and
-// half a bf16 step of it (2^-9 relative).
-TEST(LlamaReference, Bf16TrainingStaysWithinPyTorchsOwnBf16Error) {
-  GPUVS_REQUIRE_REFERENCE(ref);
+// half a bf16 step of it (2^-9 relative). Both attention kernels: cuDNN's (the default)
+// and gpuvs's.
+void check_training(const TensorFile* ref, AttentionKernel kernel) {
   Shape s = shape_of(*ref);
   s.heads = meta_int(*ref, "train_heads");
   s.kv_heads = meta_int(*ref, "train_kv_heads");
@@ -374,7 +374,10 @@ TEST(LlamaReference, Bf16TrainingStaysWithinPyTorchsOwnBf16Error) {
   c.precision = Precision::kBf16;
   c.batch = meta_int(*ref, "batch");
   c.seq = meta_int(*ref, "train_seq");
+  c.attention_kernel = kernel;
   std::unique_ptr<Model> m = make_llama_training_of_shape(c, s, 0);
+  const std::string kname(to_string(kernel));
+  std::printf("llama-check train attention %s: %s\n", kname.c_str(), m->attention_kernel().c_str());
   const std::vector<std::string> names = m->parameter_names();
   EXPECT_EQ(names.size(), 2 + s.layers * std::size(kLayerWeights) + (s.tied_embeddings ? 0 : 1));
   for (const std::string& name : names)
@@ -385,9 +388,9 @@ TEST(LlamaReference, Bf16TrainingStaysWithinPyTorchsOwnBf16Error) {
   const double l32 = ref->at("train/fp32/loss").data.at(0);
   const double l16 = ref->at("train/bf16/loss").data.at(0);
   const double loss_bound = kYardstick * std::max(std::fabs(l16 - l32), std::ldexp(l32, -9));
-  EXPECT_NEAR(loss, l32, loss_bound) << "PyTorch bf16 " << l16;
-  std::printf("llama-check train loss gpuvs %.6f, PyTorch fp32 %.6f, bf16 %.6f, bound %.4g\n", loss,
-              l32, l16, loss_bound);
+  EXPECT_NEAR(loss, l32, loss_bound) << kname << ": PyTorch bf16 " << l16;
+  std::printf("llama-check train (%s) loss gpuvs %.6f, PyTorch fp32 %.6f, bf16 %.6f, bound %.4g\n",
+              kname.c_str(), loss, l32, l16, loss_bound);
 
   double worst = 0;
   std::string worst_name;
@@ -397,8 +400,8 @@ TEST(LlamaReference, Bf16TrainingStaysWithinPyTorchsOwnBf16Error) {
     const double own = distance(ref->at("train/bf16/grad/" + name), g32, name).max_abs;
     const Distance d = distance(got, g32, name);
     ASSERT_GT(own, 0) << name << ": PyTorch bf16 equals fp32";
-    EXPECT_LE(d.max_abs, kYardstick * own)
-        << name << ": max|gpuvs - PyTorch fp32| " << d.max_abs << ", PyTorch's own bf16 " << own;
+    EXPECT_LE(d.max_abs, kYardstick * own) << kname << " " << name << ": max|gpuvs - PyTorch fp32| "
+                                           << d.max_abs << ", PyTorch's own bf16 " << own;
     if (d.max_abs / own > worst) {
       worst = d.max_abs / own;
       worst_name = name;
@@ -408,12 +411,22 @@ TEST(LlamaReference, Bf16TrainingStaysWithinPyTorchsOwnBf16Error) {
   const HostTensor& z32 = ref->at("train/fp32/logits");
   const double own_z = distance(ref->at("train/bf16/logits"), z32, "logits").max_abs;
   const Distance dz = distance(logits, z32, "logits");
-  EXPECT_LE(dz.max_abs, kYardstick * own_z)
-      << "logits: max|gpuvs - PyTorch fp32| " << dz.max_abs << ", PyTorch's own " << own_z;
+  EXPECT_LE(dz.max_abs, kYardstick * own_z) << kname << " logits: max|gpuvs - PyTorch fp32| "
+                                            << dz.max_abs << ", PyTorch's own " << own_z;
   std::printf(
-      "llama-check train logits max|gpuvs - PyTorch fp32| %.4g (PyTorch's own bf16 %.4g); "
+      "llama-check train (%s) logits max|gpuvs - PyTorch fp32| %.4g (PyTorch's own bf16 %.4g); "
       "gradients: the largest ratio of gpuvs's error to PyTorch's own is %.3g (%s), bound %g\n",
-      dz.max_abs, own_z, worst, worst_name.c_str(), kYardstick);
+      kname.c_str(), dz.max_abs, own_z, worst, worst_name.c_str(), kYardstick);
+}
+
+TEST(LlamaReference, Bf16TrainingStaysWithinPyTorchsOwnBf16Error) {
+  GPUVS_REQUIRE_REFERENCE(ref);
+  check_training(ref, AttentionKernel::kCudnn);
+}
+
+TEST(LlamaReference, Bf16TrainingWithGpuvsAttentionStaysWithinPyTorchsOwnBf16Error) {
+  GPUVS_REQUIRE_REFERENCE(ref);
+  check_training(ref, AttentionKernel::kGpuvs);
 }
 
 }  // namespace

@@ -109,6 +109,8 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
     layers_.push_back(a);
   }
 
+  choose_attention();
+  const bool own_attention = !sdpa_;
   Carver w;
   const size_t ids_at = w.add(size_t(n_) * 4), labels_at = w.add(size_t(n_) * 4);
   const size_t freq_at = w.add(size_t(shape_.head_dim() / 2) * 4);
@@ -117,12 +119,13 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
   const size_t logits_at = w.add(size_t(n_ * v_) * es);
   const size_t row_loss_at = w.add(size_t(n_) * 4), count_at = w.add(4), loss_at = w.add(12);
   const size_t qkv_at = w.add(size_t(n_ * width_) * es);
-  const size_t o_heads_at = w.add(size_t(n_ * qd_) * es);
+  const size_t o_heads_at = w.add(own_attention ? size_t(n_ * qd_) * es : 0);
   const size_t dq_at = w.add(size_t(n_ * qd_) * es), dk_at = w.add(size_t(n_ * kv_) * es),
                dv_at = w.add(size_t(n_ * kv_) * es);
   const size_t ds_at = w.add(size_t(n_ * c_) * es), dh_at = w.add(size_t(n_ * c_) * es);
   const size_t dctx_at = w.add(size_t(n_ * qd_) * es), da_at = w.add(size_t(n_ * f_) * es);
-  const size_t delta_at = w.add(size_t(bht) * 4);
+  const size_t delta_at = w.add(own_attention ? size_t(bht) * 4 : 0);
+  const size_t sdpa_at = w.add(sdpa_ ? sdpa_->workspace_bytes() : 0);
   const size_t part_at = w.add(size_t(rms_norm_partial_floats(n_, int(c_))) * 4);
   const size_t ws_at = w.add(bert::kGemmWorkspaceBytes);
   work_ = DeviceBuffer(w.bytes());
@@ -147,6 +150,7 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
   d_ctx_ = wb + dctx_at;
   d_a_ = wb + da_at;
   delta_ = reinterpret_cast<float*>(wb + delta_at);
+  sdpa_ws_ = wb + sdpa_at;
   partials_ = reinterpret_cast<float*>(wb + part_at);
   ws_ = wb + ws_at;
 
@@ -209,6 +213,35 @@ LlamaTraining::LlamaTraining(const ModelConfig& config, const Shape& shape, int 
   stream_.synchronize();
   generate_input(config_.seed);
   if (fp8_) calibrate_fp8();
+}
+
+void LlamaTraining::choose_attention() {
+  const AttentionKernel want = config_.attention_kernel;
+  // auto: cuDNN's backward adds dq through atomics, so a deterministic run keeps gpuvs's.
+  if (want == AttentionKernel::kGpuvs ||
+      (want == AttentionKernel::kAuto && config_.deterministic)) {
+    attention_kernel_ = want == AttentionKernel::kGpuvs ? "gpuvs" : "gpuvs (deterministic)";
+    return;
+  }
+  SdpaShape sh;
+  sh.batch = b_;
+  sh.heads = shape_.heads;
+  sh.kv_heads = shape_.kv_heads;
+  sh.seq = t_;
+  sh.head_dim = shape_.head_dim();
+  sh.scale = float(1.0 / std::sqrt(double(shape_.head_dim())));
+  sh.causal = true;
+  sh.o_tokens = true;  // the output projection reads ctx (N, H*D) and writes d_ctx so
+  try {
+    sdpa_ = std::make_unique<CudnnSdpa>(sh, true);
+    attention_kernel_ = sdpa_->describe();
+  } catch (const OutOfMemoryError&) {
+    throw;
+  } catch (const Error& e) {
+    if (want == AttentionKernel::kCudnn)
+      throw UsageError(fmt::format("--attention cudnn: {}", e.what()));
+    attention_kernel_ = fmt::format("gpuvs ({})", e.what());
+  }
 }
 
 int64_t LlamaTraining::weight_offset(Proj p, size_t l) const {

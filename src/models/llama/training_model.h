@@ -21,6 +21,7 @@
 #include "models/bert/fp8_linear.h"
 #include "models/bert/gemm.h"
 #include "models/bert/kernels.h"
+#include "models/layers/cudnn_sdpa.h"
 #include "models/layers/gemm_dtype.h"
 #include "models/llama/shapes.h"
 #include "models/llama/train_kernels.h"
@@ -194,6 +195,7 @@ class LlamaTraining final : public Model {
   void set_tensor(const std::string& name, const HostTensor& tensor) override;
   HostTensor get_tensor(const std::string& name) override;
 
+  std::string attention_kernel() const override { return attention_kernel_; }
   void enable_layer_timing(bool on) override { timer_.enable(on); }
   std::vector<std::pair<std::string, double>> layer_times() override { return timer_.totals(); }
 
@@ -210,6 +212,10 @@ class LlamaTraining final : public Model {
   // What config.recompute says layer l's backward needs again, before it.
   void recompute(size_t l);
   void layer_backward(size_t l, bool accumulate);
+  // cuDNN's attention where config.attention_kernel allows it and cuDNN has an engine
+  // (sdpa_ set, attention_kernel_ naming it), else gpuvs's kernels (attention_kernel_
+  // says why where auto fell back).
+  void choose_attention();
   bert::FlashArgs flash_args(const LayerActs& a) const;
   // The rotary split between qkv_tmp_ and (q, k, v), either way.
   RopeSplitArgs rope_args(void* q, void* k, void* v) const;
@@ -268,21 +274,25 @@ class LlamaTraining final : public Model {
   DeviceBuffer work_;  // the rest: inputs, scratch, logits, loss
   int32_t *ids_ = nullptr, *labels_ = nullptr;
   float* inv_freq_ = nullptr;
-  void* x_out_ = nullptr;      // (N, C) the last layer's output
-  void* hf_ = nullptr;         // (N, C) final RMSNorm
-  float* rstd_f_ = nullptr;    // (N)
-  void* logits_ = nullptr;     // (N, V) bf16; the training step's gradient overwrites it
-  float* row_loss_ = nullptr;  // (N)
-  float* count_ = nullptr;     // (1) valid labels
-  float* loss_ = nullptr;      // (3) as bert::finish_loss writes it
-  void* qkv_tmp_ = nullptr;    // (N, width) the projection's output, then its gradient
-  void* o_heads_ = nullptr;    // (B, H, T, D) attention output, then its gradient
+  void* x_out_ = nullptr;            // (N, C) the last layer's output
+  void* hf_ = nullptr;               // (N, C) final RMSNorm
+  float* rstd_f_ = nullptr;          // (N)
+  void* logits_ = nullptr;           // (N, V) bf16; the training step's gradient overwrites it
+  float* row_loss_ = nullptr;        // (N)
+  float* count_ = nullptr;           // (1) valid labels
+  float* loss_ = nullptr;            // (3) as bert::finish_loss writes it
+  void* qkv_tmp_ = nullptr;          // (N, width) the projection's output, then its gradient
+  std::unique_ptr<CudnnSdpa> sdpa_;  // null: gpuvs's attention kernels
+  std::string attention_kernel_;
+  void* sdpa_ws_ = nullptr;  // cuDNN's attention scratch
+  // gpuvs's kernels only (cuDNN reads and writes the token-major ctx directly):
+  void* o_heads_ = nullptr;  // (B, H, T, D) attention output, then its gradient
   void *dq_ = nullptr, *dk_ = nullptr, *dv_ = nullptr;
   void* d_stream_ = nullptr;  // (N, C) the residual stream's gradient
   void* dh_ = nullptr;        // (N, C) a norm output's gradient
   void* d_ctx_ = nullptr;     // (N, H*D)
   void* d_a_ = nullptr;       // (N, F)
-  float* delta_ = nullptr;    // (B, H, T)
+  float* delta_ = nullptr;    // (B, H, T), gpuvs's kernels only
   float* partials_ = nullptr;
   void* ws_ = nullptr;  // cuBLASLt workspace
   bool logits_are_gradient_ = false;

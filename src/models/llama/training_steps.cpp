@@ -160,8 +160,12 @@ void LlamaTraining::layer_forward(size_t l, bool recomputing) {
   mark("fwd rope");
   rope_split_forward(rope_args(a.q, a.k, a.v), s);
   mark("fwd attention");
-  bert::flash_attention_forward(flash_args(a), s);
-  bert::heads_to_tokens(heads_args(a.ctx), s);
+  if (sdpa_) {
+    sdpa_->forward(a.q, a.k, a.v, a.ctx, a.lse, sdpa_ws_, s);
+  } else {
+    bert::flash_attention_forward(flash_args(a), s);
+    bert::heads_to_tokens(heads_args(a.ctx), s);
+  }
   mark("fwd attention output");
   project(Proj::kO, l, a.ctx, a.mid, a.x, !recomputing);
   mark("fwd gate and up");
@@ -258,18 +262,22 @@ void LlamaTraining::layer_backward(size_t l, bool accumulate) {
   timer_.mark("bwd attention output", s);
   project_backward(Proj::kO, l, a.ctx, d_stream_, d_ctx_, accumulate);
   timer_.mark("bwd attention", s);
-  bert::tokens_to_heads(heads_args(d_ctx_), s);
-  bert::FlashBackwardArgs fb;
-  fb.f = flash_args(a);
-  fb.f.o = nullptr;
-  fb.d_o = o_heads_;
-  fb.o_tokens = a.ctx;
-  fb.do_tokens = d_ctx_;
-  fb.delta = delta_;
-  fb.dq = dq_;
-  fb.dk = dk_;
-  fb.dv = dv_;
-  bert::flash_attention_backward(fb, s);
+  if (sdpa_) {
+    sdpa_->backward(a.q, a.k, a.v, a.ctx, d_ctx_, a.lse, dq_, dk_, dv_, sdpa_ws_, s);
+  } else {
+    bert::tokens_to_heads(heads_args(d_ctx_), s);
+    bert::FlashBackwardArgs fb;
+    fb.f = flash_args(a);
+    fb.f.o = nullptr;
+    fb.d_o = o_heads_;
+    fb.o_tokens = a.ctx;
+    fb.do_tokens = d_ctx_;
+    fb.delta = delta_;
+    fb.dq = dq_;
+    fb.dk = dk_;
+    fb.dv = dv_;
+    bert::flash_attention_backward(fb, s);
+  }
   timer_.mark("bwd rope", s);
   rope_split_backward(rope_args(dq_, dk_, dv_), s);
   timer_.mark("bwd qkv", s);

@@ -274,12 +274,11 @@ struct Attention {
   }
 };
 
-// cuDNN's fused attention on the same tensors: forward with stats, then the backward,
-// o and d_o token-major where `tokens`. Compute capability 9.0 and newer must get a
-// plan (cuDNN's fused attention covers Hopper and Blackwell in bf16); older GPUs may
-// not, and return false.
-bool run_cudnn(Attention& run, bool tokens) {
-  const Shape& s = run.s;
+// cuDNN's fused attention at shape s, scale 1 / sqrt(D), o and d_o token-major where
+// `tokens`, built for training. Compute capability 9.0 and newer must get a plan
+// (cuDNN's fused attention covers Hopper and Blackwell in bf16); on older GPUs null
+// where cuDNN has none.
+std::unique_ptr<CudnnSdpa> make_cudnn_sdpa(const Shape& s, bool tokens) {
   SdpaShape sh;
   sh.batch = s.b;
   sh.heads = s.h;
@@ -289,14 +288,21 @@ bool run_cudnn(Attention& run, bool tokens) {
   sh.scale = float(1.0 / std::sqrt(double(s.d)));
   sh.causal = s.causal;
   sh.o_tokens = tokens;
-  std::unique_ptr<CudnnSdpa> sdpa;
   try {
-    sdpa = std::make_unique<CudnnSdpa>(sh, true);
+    return std::make_unique<CudnnSdpa>(sh, true);
   } catch (const SdpaUnsupported& e) {
     if (compute_capability() >= 90) throw;
     std::printf("cudnn-sdpa: %s\n", e.what());
-    return false;
+    return nullptr;
   }
+}
+
+// cuDNN's fused attention on the same tensors: forward with stats, then the backward,
+// o and d_o token-major where `tokens`; false where make_cudnn_sdpa has no plan.
+bool run_cudnn(Attention& run, bool tokens) {
+  const Shape& s = run.s;
+  const std::unique_ptr<CudnnSdpa> sdpa = make_cudnn_sdpa(s, tokens);
+  if (!sdpa) return false;
   const DType t = run.dtype;
   DeviceBuffer o_dev(size_t(s.q_elems()) * dtype_size(t)), stats(size_t(s.rows()) * 4);
   DeviceBuffer dq_dev(size_t(s.q_elems()) * dtype_size(t));
@@ -754,22 +760,9 @@ TEST(FlashAttention, PrintsCausalThroughput) {
     EXPECT_EQ(bert::count_nonfinite(dq.get(), s.rows(), s.d, s.d, kType, st), 0);
     EXPECT_EQ(bert::count_nonfinite(dk.get(), int64_t(s.b) * s.g * s.t, s.d, s.d, kType, st), 0);
     if (!s.causal) continue;  // cuDNN's graph is built for the decoder's causal attention
-    SdpaShape sh;
-    sh.batch = s.b;
-    sh.heads = s.h;
-    sh.kv_heads = s.g;
-    sh.seq = s.t;
-    sh.head_dim = s.d;
-    sh.scale = f.scale;
-    sh.o_tokens = true;  // as the training hands it o and d_o
-    std::unique_ptr<CudnnSdpa> sdpa;
-    try {
-      sdpa = std::make_unique<CudnnSdpa>(sh, true);
-    } catch (const SdpaUnsupported& e) {
-      if (compute_capability() >= 90) throw;
-      std::printf("cudnn-sdpa: %s\n", e.what());
-      continue;
-    }
+    // o and d_o token-major, as the training hands them.
+    const std::unique_ptr<CudnnSdpa> sdpa = make_cudnn_sdpa(s, true);
+    if (!sdpa) continue;
     DeviceBuffer ws(std::max<size_t>(sdpa->workspace_bytes(), 1));
     const double cfwd_ms = time_ms(
         [&] { sdpa->forward(q.get(), k.get(), v.get(), o.get(), lse.as<float>(), ws.get(), st); });

@@ -78,7 +78,7 @@ struct Plan {
   size_t cache_layer_bytes = 0, cache_bytes = 0;
   Layout al;
   size_t x_at, h_at, qkv_at, attn_at, gu_at, a_at, last_at, last_norm_at, logits_at, freq_at,
-      part_at, count_at, prompt_at, next_at, pos_at, ws_at, x8_at = 0;
+      part_at, prompt_at, next_at, pos_at, ws_at, x8_at = 0;
   size_t metas_bytes = 0;  // FP8: a buffer of their own, allocated before the GEMMs
   int decode_splits = 1;
 };
@@ -140,7 +140,6 @@ Plan plan_of(const DecoderConfig& cfg, int sms) {
   p.part_at =
       al.add(size_t(attention_partial_floats(cfg.batch, s.heads, s.head_dim(), p.decode_splits)),
              sizeof(float));
-  p.count_at = al.add(size_t(attention_counters(cfg.batch, s.heads, p.decode_splits)), sizeof(int));
   p.prompt_at = al.add(size_t(p.rows), sizeof(int32_t));
   p.next_at = al.add(size_t(cfg.batch), sizeof(int32_t));
   p.pos_at = al.add(1, sizeof(int));
@@ -179,7 +178,6 @@ struct Decoder::Impl {
   void *x = nullptr, *h = nullptr, *qkv = nullptr, *attn = nullptr, *gu = nullptr, *a = nullptr,
        *last = nullptr, *last_norm = nullptr, *ws = nullptr;
   float *logits = nullptr, *inv_freq = nullptr, *partials = nullptr;
-  int* counters = nullptr;  // the attention's finished splits, zero between launches
   int32_t *prompt_ids = nullptr, *next_ids = nullptr;
   int* pos = nullptr;
   int prefill_splits = 1, decode_splits = 1;
@@ -344,7 +342,6 @@ Decoder::Decoder(const DecoderConfig& config, int device)
   m.logits = reinterpret_cast<float*>(base + p.logits_at);
   m.inv_freq = reinterpret_cast<float*>(base + p.freq_at);
   m.partials = reinterpret_cast<float*>(base + p.part_at);
-  m.counters = reinterpret_cast<int*>(base + p.count_at);
   m.prompt_ids = reinterpret_cast<int32_t*>(base + p.prompt_at);
   m.next_ids = reinterpret_cast<int32_t*>(base + p.next_at);
   m.pos = reinterpret_cast<int*>(base + p.pos_at);
@@ -483,10 +480,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
       rms_norm(m.x, m.w(o.attn_norm), m.h, rows, int(m.c), eps, m.dtype, st);
       gemm(*g.qkv, kQkv, m.h, m.c, m.w(o.wqkv), m.qkv, false);
     }
-    // A decode step rotates and caches inside the attention kernel: one launch fewer
-    // per layer on the latency-bound path.
-    const bool fuse_rope = seq == 1;
-    if (!fuse_rope) t.mark("rope and cache", st);
+    t.mark("rope and cache", st);
     RopeCacheArgs r;
     r.batch = cfg.batch;
     r.seq = seq;
@@ -503,7 +497,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     r.fp8_cache = m.fp8_cache;
     r.cache_scale = cfg.cache_scale;
     r.dependent_launch = dep;
-    if (!fuse_rope) rope_and_cache(r, st);
+    rope_and_cache(r, st);
     t.mark("attention", st);
     AttentionArgs at;
     at.batch = cfg.batch;
@@ -522,8 +516,6 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     at.out = m.attn;
     at.splits = splits;
     at.partials = m.partials;
-    at.counters = m.counters;
-    at.inv_freq = fuse_rope ? m.inv_freq : nullptr;
     at.dependent_launch = dep;
     attention(at, st);
     if (few) {

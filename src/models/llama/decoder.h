@@ -97,9 +97,8 @@ class Decoder {
 
   // Per-region GPU time of the steps run while on (CUDA events between regions, so the
   // kernels of one region no longer overlap the next's): "embed", "qkv" (RMSNorm and
-  // the projection), "rope and cache" (prefill; a decode step does it in "attention"),
-  // "attention", "attention output", "gate and up" (RMSNorm and the projection), "down"
-  // (SwiGLU and the projection), "lm head" (the
+  // the projection), "rope and cache", "attention", "attention output", "gate and up"
+  // (RMSNorm and the projection), "down" (SwiGLU and the projection), "lm head" (the
   // final RMSNorm, the head and the greedy choice), each summed over layers and steps.
   // Turning it on starts a new profile. Never on while a step is captured.
   void enable_profile(bool on);

@@ -195,23 +195,7 @@ __global__ void rope_cache_kernel(RopeCacheArgs a) {
 
 constexpr int kAttnWarps = 4;
 constexpr int kAttnUnroll = 4;
-
-// The rotary embedding of one head held across a warp, lane l holding dims [l*E, l*E +
-// E): a dim's partner (i + D/2, or i - D/2) is E * 16 dims away, in lane l ^ 16. The
-// same FP32 arithmetic as rope_cache_kernel, rounded to T as it stores.
-template <class T, int E>
-__device__ __forceinline__ void rope_warp(float (&x)[E], int lane, int pos, const float* inv_freq) {
-  constexpr int kHalf = E * kWarpSize / 2;
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const float partner = __shfl_xor_sync(0xffffffffu, x[e], 16);
-    const int dim = lane * E + e;
-    const bool low = dim < kHalf;
-    float sn, cs;
-    sincosf(float(pos) * inv_freq[low ? dim : dim - kHalf], &sn, &cs);
-    x[e] = to_f(from_f<T>(low ? x[e] * cs - partner * sn : x[e] * cs + partner * sn));
-  }
-}
+constexpr int kMaxHeadDim = 128;
 
 // One block per (row, head, split); each warp takes every kAttnWarps-th run of
 // kAttnUnroll positions of the block's range, lane l holding dims [l*E, l*E + E) with
@@ -239,20 +223,10 @@ __global__ void attention_kernel(AttentionArgs a) {
   // The keys' cache scale folds into the queries, the values' into the output.
   const float cs = std::is_same_v<C, T> ? 1.0f : a.cache_scale;
   const float scale = rsqrtf(float(kD)) * cs;
-  // Decode with the rotary embedding fused (a.inv_freq): this row's own position, the
-  // last, is not in the cache yet; the split that holds it takes its key and value from
-  // qkv, and the first query head of the group writes them to the cache.
-  const bool fused = a.inv_freq != nullptr;
-  const int last = len - 1;
-  const bool holds_last = fused && hi == len && lo <= last;
   float qv[E];
 #pragma unroll
   for (int e = 0; e < E; ++e)
-    qv[e] = to_f(q[e]);
-  if (fused) rope_warp<T, E>(qv, lane, last, a.inv_freq);
-#pragma unroll
-  for (int e = 0; e < E; ++e)
-    qv[e] *= scale;
+    qv[e] = to_f(q[e]) * scale;
   const C* kbase = static_cast<const C*>(a.k_cache) + int64_t(b) * a.max_context * kv +
                    int64_t(g) * kD + lane * E;
   const C* vbase = static_cast<const C*>(a.v_cache) + int64_t(b) * a.max_context * kv +
@@ -263,12 +237,11 @@ __global__ void attention_kernel(AttentionArgs a) {
     acc[e] = 0;
   // kAttnUnroll positions at a time, their keys and values loaded together: one
   // position at a time waits a memory latency per position.
-  const int cached_hi = holds_last ? last : hi;
-  for (int p0 = lo + warp * kAttnUnroll; p0 < cached_hi; p0 += kAttnWarps * kAttnUnroll) {
+  for (int p0 = lo + warp * kAttnUnroll; p0 < hi; p0 += kAttnWarps * kAttnUnroll) {
     float kf[kAttnUnroll][E], vf[kAttnUnroll][E];
 #pragma unroll
     for (int u = 0; u < kAttnUnroll; ++u) {
-      const bool in = p0 + u < cached_hi;
+      const bool in = p0 + u < hi;
       const C* k = kbase + int64_t(p0 + u) * kv;
       const C* v = vbase + int64_t(p0 + u) * kv;
 #pragma unroll
@@ -285,7 +258,7 @@ __global__ void attention_kernel(AttentionArgs a) {
 #pragma unroll
       for (int e = 0; e < E; ++e)
         dot += qv[e] * kf[u][e];
-      sc[u] = p0 + u < cached_hi ? warp_sum(dot) : -INFINITY;
+      sc[u] = p0 + u < hi ? warp_sum(dot) : -INFINITY;
       m_new = fmaxf(m_new, sc[u]);
     }
     const float correction = __expf(m - m_new);  // 0 on the first positions
@@ -295,49 +268,12 @@ __global__ void attention_kernel(AttentionArgs a) {
       acc[e] *= correction;
 #pragma unroll
     for (int u = 0; u < kAttnUnroll; ++u) {
-      const float w = p0 + u < cached_hi ? __expf(sc[u] - m_new) : 0.0f;
+      const float w = p0 + u < hi ? __expf(sc[u] - m_new) : 0.0f;
       l += w;
 #pragma unroll
       for (int e = 0; e < E; ++e)
         acc[e] += w * vf[u][e];
     }
-    m = m_new;
-  }
-  if (holds_last && warp == kAttnWarps - 1) {
-    // The new key rotated and the value, as the cache holds them (rounded to C), then
-    // one more step of this warp's online softmax.
-    const T* kv_row = static_cast<const T*>(a.qkv) + row * width + int64_t(a.heads) * kD;
-    float kf[E], vf[E];
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      kf[e] = to_f(kv_row[int64_t(g) * kD + lane * E + e]);
-      vf[e] = to_f(kv_row[kv + int64_t(g) * kD + lane * E + e]);
-    }
-    rope_warp<T, E>(kf, lane, last, a.inv_freq);
-    const float inv = 1.0f / a.cache_scale;
-    const int64_t at = (int64_t(b) * a.max_context + last) * kv + int64_t(g) * kD + lane * E;
-    float dot = 0;
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      // The activations' type is stored as it is; E4M3 divided by the cache's scale.
-      const C kc = cache_store<C>(std::is_same_v<C, T> ? kf[e] : kf[e] * inv);
-      const C vc = cache_store<C>(std::is_same_v<C, T> ? vf[e] : vf[e] * inv);
-      if (head % group == 0) {
-        const_cast<C*>(static_cast<const C*>(a.k_cache))[at + e] = kc;
-        const_cast<C*>(static_cast<const C*>(a.v_cache))[at + e] = vc;
-      }
-      kf[e] = cache_load(kc);
-      vf[e] = cache_load(vc);
-      dot += qv[e] * kf[e];
-    }
-    const float sc = warp_sum(dot);
-    const float m_new = fmaxf(m, sc);
-    const float correction = __expf(m - m_new);
-    const float w = __expf(sc - m_new);
-    l = l * correction + w;
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      acc[e] = acc[e] * correction + w * vf[e];
     m = m_new;
   }
 
@@ -374,38 +310,31 @@ __global__ void attention_kernel(AttentionArgs a) {
       }
     }
   }
-  if (splits == 1) return;
-  // The last of the (row, head)'s splits to finish merges them all (their max, sum and
-  // unnormalised output), then rearms the counter for the next launch: no second kernel.
-  __shared__ bool merges;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int* counter = a.counters + row * a.heads + head;
-    merges = atomicAdd(counter, 1) == splits - 1;
-    if (merges) *counter = 0;
-  }
-  __syncthreads();
-  if (!merges) return;
-  __threadfence();
-  const int64_t rh = row * a.heads + head;
-  const float* part = a.partials + rh * splits * (kD + 2);
-  float pm = -INFINITY;
+}
+
+// One block per (row, head): merges the splits' (max, sum, unnormalised output).
+template <class T>
+__global__ void attention_combine_kernel(AttentionArgs a) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  const int d_size = a.head_dim, splits = a.splits;
+  const int64_t rh = blockIdx.x;  // row * heads + head
+  const float* part = a.partials + rh * splits * (d_size + 2);
+  float mm = -INFINITY;
   for (int s = 0; s < splits; ++s)
-    if (__ldcg(part + s * (kD + 2) + 1) > 0) pm = fmaxf(pm, __ldcg(part + s * (kD + 2)));
-  float pl = 0;
+    if (part[s * (d_size + 2) + 1] > 0) mm = fmaxf(mm, part[s * (d_size + 2)]);
+  float ll = 0;
   for (int s = 0; s < splits; ++s) {
-    const float* p = part + s * (kD + 2);
-    const float ps = __ldcg(p + 1);
-    if (ps > 0) pl += ps * __expf(__ldcg(p) - pm);
+    const float* p = part + s * (d_size + 2);
+    if (p[1] > 0) ll += p[1] * __expf(p[0] - mm);
   }
-  for (int d = threadIdx.x; d < kD; d += blockDim.x) {
+  for (int d = threadIdx.x; d < d_size; d += blockDim.x) {
     float o = 0;
     for (int s = 0; s < splits; ++s) {
-      const float* p = part + s * (kD + 2);
-      if (__ldcg(p + 1) > 0) o += __ldcg(p + 2 + d) * __expf(__ldcg(p) - pm);
+      const float* p = part + s * (d_size + 2);
+      if (p[1] > 0) o += p[2 + d] * __expf(p[0] - mm);
     }
-    static_cast<T*>(a.out)[rh * kD + d] = from_f<T>(pl > 0 ? o / pl : 0.0f);
+    static_cast<T*>(a.out)[rh * d_size + d] = from_f<T>(ll > 0 ? o / ll : 0.0f);
   }
 }
 
@@ -547,10 +476,6 @@ int64_t attention_partial_floats(int64_t rows, int heads, int head_dim, int spli
   return splits > 1 ? rows * heads * splits * (head_dim + 2) : 0;
 }
 
-int64_t attention_counters(int64_t rows, int heads, int splits) {
-  return splits > 1 ? rows * heads : 0;
-}
-
 int attention_splits(int64_t rows, int heads, int max_context, int sms) {
   const int64_t blocks = rows * heads;
   const int64_t wanted = (2 * int64_t(sms) + blocks - 1) / std::max<int64_t>(blocks, 1);
@@ -568,10 +493,6 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
     throw Error("llama attention: head size must be 32, 64 or 128");
   if (a.fp8_cache && a.dtype == DType::kF16)
     throw Error("llama attention: an FP8 cache is for bf16 or fp32 activations");
-  if (a.splits > 1 && (!a.partials || !a.counters))
-    throw Error("llama attention: splits need their partials and counters");
-  if (a.inv_freq && a.seq != 1)
-    throw Error("llama attention: the rotary embedding is fused for decode steps (seq 1) only");
   // The kernel of cache type C at the head size.
   auto by_head = [&](auto t, auto c) {
     using T = decltype(t);
@@ -590,6 +511,12 @@ void attention(const AttentionArgs& a, cudaStream_t s) {
   else
     GPUVS_DISPATCH_DTYPE(a.dtype, by_head(T{}, T{}));
   GPUVS_CUDA_CHECK_LAUNCH();
+  if (a.splits > 1) {
+    GPUVS_DISPATCH_DTYPE(
+        a.dtype, launch_kernel(attention_combine_kernel<T>, unsigned(rows * a.heads), kMaxHeadDim,
+                               0, s, a.dependent_launch, a));
+    GPUVS_CUDA_CHECK_LAUNCH();
+  }
 }
 
 void cast_e4m3(const void* x, DType dtype, uint8_t* out, int64_t n, bert::Fp8Meta* meta,

@@ -65,11 +65,7 @@ void rope_and_cache(const RopeCacheArgs& a, cudaStream_t s);
 // attends to cache positions 0 .. *pos + t of sequence b, softmax(q k / sqrt(D)) v.
 // With `splits` > 1 each (row, head) is cut into that many ranges of the context
 // (flash-decoding: more blocks for a short batch), whose partial results `partials`
-// (attention_partial_floats) holds until the last split of a (row, head) to finish
-// combines them; `counters` (attention_counters, zero before the first launch, zero
-// again after each) count the finished splits. A decode step (seq 1) may
-// fuse rope_and_cache in (inv_freq set): the query and the new key are rotated in the
-// kernel, the new key and value written to the cache at *pos, none of qkv changed.
+// (attention_partial_floats) holds until they are combined.
 struct AttentionArgs {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0, max_context = 0;
   DType dtype = DType::kF32;
@@ -82,12 +78,9 @@ struct AttentionArgs {
   void* out = nullptr;
   int splits = 1;
   float* partials = nullptr;
-  int* counters = nullptr;
-  const float* inv_freq = nullptr;  // (D / 2) device: rope_and_cache fused in (seq 1)
   bool dependent_launch = false;
 };
 int64_t attention_partial_floats(int64_t rows, int heads, int head_dim, int splits);
-int64_t attention_counters(int64_t rows, int heads, int splits);
 // How many context ranges a step of `rows` rows takes: enough blocks to cover the
 // GPU's `sms` twice, each range at least 64 positions of `max_context`.
 int attention_splits(int64_t rows, int heads, int max_context, int sms);

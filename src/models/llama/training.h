@@ -5,8 +5,10 @@
 //
 // Per layer (N = B*T rows): RMSNorm -> the fused Q, K, V projection (cuBLASLt) ->
 // rotary embedding and the head split (train_kernels.h) -> causal grouped-query
-// attention through gpuvs's own FlashAttention-2-style kernels (bert/kernels.h, head
-// size 64 or 128, no probabilities in memory) -> head merge -> output projection with
+// attention, no probabilities in memory, through cuDNN's fused SDPA
+// (layers/cudnn_sdpa.h, reading and writing the token-major tensors itself) or gpuvs's
+// own FlashAttention-2-style kernels (bert/kernels.h, then the head merge;
+// config.attention_kernel; head size 64 or 128) -> output projection with
 // the residual added in its epilogue (beta 1) -> RMSNorm -> the fused gate and up
 // projection -> SwiGLU -> down projection with the residual. Then the final RMSNorm,
 // the LM head over every position (N, V) and the next-token cross-entropy (the labels

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpu/check.h"
+#include "models/layers/cudnn.h"
 
 namespace gpuvs::models {
 
@@ -35,9 +36,10 @@ void check(cudnnStatus_t status, const char* what) {
                           detail.empty() ? "" : ": ", detail));
 }
 
-// One backend descriptor, destroyed with its owner.
+// One backend descriptor, destroyed with its owner (none where default-constructed).
 class Desc {
  public:
+  Desc() = default;
   explicit Desc(cudnnBackendDescriptorType_t type) {
     check(cudnnBackendCreateDescriptor(type, &d_), "creating a descriptor");
   }
@@ -203,18 +205,17 @@ int64_t causal_mask(GraphBuilder& g, int64_t s, const Dims& dims, int64_t neg_in
   return out;
 }
 
-// The first engine configuration cuDNN's heuristics rank for the graph that builds a
-// plan: the plan, its workspace and the engine's global index.
-// The plan keeps what it was built from alive with it.
+// An execution plan with what it was built from (its graph and engine configuration,
+// kept alive with it), its workspace and the engine's global index.
 struct Plan {
   std::unique_ptr<GraphBuilder> graph_ops;
-  Desc graph{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
-  Desc config{CUDNN_BACKEND_ENGINECFG_DESCRIPTOR};
-  Desc plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
+  Desc graph, config, plan;
   int64_t workspace = 0;
   int64_t engine = -1;
 };
 
+// The plan of the first engine configuration cuDNN's heuristics rank for the graph that
+// builds one.
 Plan build_plan(cudnnHandle_t handle, std::unique_ptr<GraphBuilder> ops, const char* pass) {
   Desc graph = ops->finish(handle);
   Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -240,6 +241,7 @@ Plan build_plan(cudnnHandle_t handle, std::unique_ptr<GraphBuilder> ops, const c
   std::string why = "no engine offered";
   for (int64_t i = 0; i < got; ++i) {
     Plan p;
+    p.plan = Desc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     p.plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
     p.plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[size_t(i)]);
     const cudnnStatus_t st = cudnnBackendFinalize(p.plan.get());
@@ -294,15 +296,14 @@ enum Bwd : int64_t {
 }  // namespace
 
 struct CudnnSdpa::Plans {
-  cudnnHandle_t handle = nullptr;
+  CudnnHandle handle;
   Plan fwd, bwd;
   bool has_bwd = false;
+  // Before 9.6 the FP32 dq accumulator had to start at zero (cuDNN's frontend clears it
+  // there); later engines initialise it themselves.
+  bool clear_dq = false;
   size_t bwd_sum_at = 0, bwd_dq_at = 0, dq_bytes = 0;  // in the workspace
   float scale = 0, neg_inf = 0, one = 1.0f;
-
-  ~Plans() {
-    if (handle) cudnnDestroy(handle);
-  }
 
   void execute(const Plan& p, const std::vector<int64_t>& uids, std::vector<void*> ptrs,
                void* workspace, cudaStream_t stream) {
@@ -313,8 +314,8 @@ struct CudnnSdpa::Plans {
              ptrs.data());
     pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
     pack.finalize("the variant pack");
-    check(cudnnSetStream(handle, stream), "setting the stream");
-    check(cudnnBackendExecute(handle, p.plan.get(), pack.get()), "executing");
+    check(cudnnSetStream(handle.get(), stream), "setting the stream");
+    check(cudnnBackendExecute(handle.get(), p.plan.get(), pack.get()), "executing");
   }
 };
 
@@ -325,7 +326,6 @@ CudnnSdpa::CudnnSdpa(const SdpaShape& s, bool training) : shape_(s), plans_(new 
                             s.kv_heads, s.seq, s.head_dim));
   if (!s.causal) throw SdpaUnsupported("cuDNN SDPA: only the causal graph is built");
   Plans& P = *plans_;
-  check(cudnnCreate(&P.handle), "creating a handle");
   P.scale = s.scale;
   // cuDNN before 9.10 takes the lowest float for the mask, later ones -inf (as its
   // frontend does).
@@ -364,7 +364,7 @@ CudnnSdpa::CudnnSdpa(const SdpaShape& s, bool training) : shape_(s), plans_(new 
     fg.pointwise(CUDNN_POINTWISE_ADD, log_sum, max, 0, kFstats);
     const int64_t p = fg.pointwise(CUDNN_POINTWISE_DIV, e, sum, sd, bf16);
     fg.matmul(p, kFv, kFo);
-    P.fwd = build_plan(P.handle, std::move(fgp), "forward");
+    P.fwd = build_plan(P.handle.get(), std::move(fgp), "forward");
   }
   workspace_bytes_ = size_t(P.fwd.workspace);
   if (!training) return;
@@ -430,9 +430,10 @@ CudnnSdpa::CudnnSdpa(const SdpaShape& s, bool training) : shape_(s), plans_(new 
     bg.reshape(kBk, k);
     bg.matmul(ds, k, kBdqacc);
     bg.pointwise(CUDNN_POINTWISE_IDENTITY, kBdqacc, 0, 0, kBdq);
-    P.bwd = build_plan(P.handle, std::move(bgp), "backward");
+    P.bwd = build_plan(P.handle.get(), std::move(bgp), "backward");
   }
   P.has_bwd = true;
+  P.clear_dq = cudnnGetVersion() < 90600;
   P.bwd_sum_at = align256(size_t(P.bwd.workspace));
   P.bwd_dq_at = P.bwd_sum_at + align256(size_t(b * h * t) * 4);
   P.dq_bytes = size_t(b * h * t * d) * 4;
@@ -464,10 +465,7 @@ void CudnnSdpa::backward(const void* q, const void* k, const void* v, const void
   Plans& P = *plans_;
   if (!P.has_bwd) throw Error("cuDNN SDPA: built for inference: no backward plan");
   char* ws = static_cast<char*>(workspace);
-  // Before 9.6 the FP32 dq accumulator had to start at zero (cuDNN's frontend clears
-  // it there); later engines initialise it themselves.
-  if (cudnnGetVersion() < 90600)
-    GPUVS_CUDA_CHECK(cudaMemsetAsync(ws + P.bwd_dq_at, 0, P.dq_bytes, stream));
+  if (P.clear_dq) GPUVS_CUDA_CHECK(cudaMemsetAsync(ws + P.bwd_dq_at, 0, P.dq_bytes, stream));
   P.execute(
       P.bwd,
       {kBq, kBk, kBv, kBo, kBdo, kBstats, kBdq, kBdk, kBdv, kBsum, kBdqacc, kBscale, kBneg, kBone},

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -14,7 +16,9 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu_test_util.h"
+#include "models/bert/kernels.h"
 #include "models/llama/decoder.h"
+#include "models/llama/kernels.h"
 #include "models/llama/reference.h"
 #include "models/llama/row_gemm.h"
 #include "models/tensor_file.h"
@@ -385,9 +389,9 @@ TEST(LlamaRowGemm, EveryInputKindMatchesAPlainProduct) {
     return float((i * 7919 + salt * 104729) % 2001) / 1000.0f - 1.0f;
   };
   DeviceScope scope(0);
-  for (RowInput in : {RowInput::kPlain, RowInput::kRmsNorm, RowInput::kSwiGLU}) {
+  for (RowInput in : {RowInput::kPlain, RowInput::kRmsNorm}) {
     for (int rows = 1; rows <= 4; ++rows) {
-      const int64_t xk = in == RowInput::kSwiGLU ? 2 * kK : kK;
+      const int64_t xk = kK;
       std::vector<float> x(size_t(rows * xk)), w(size_t(kN * kK)), norm(static_cast<size_t>(kK)),
           res(size_t(rows * kN));
       for (size_t i = 0; i < x.size(); ++i)
@@ -409,8 +413,6 @@ TEST(LlamaRowGemm, EveryInputKindMatchesAPlainProduct) {
           const double v = x[size_t(r * xk + k)];
           if (in == RowInput::kPlain) input[size_t(k)] = v;
           if (in == RowInput::kRmsNorm) input[size_t(k)] = norm[size_t(k)] * v * rstd;
-          if (in == RowInput::kSwiGLU)
-            input[size_t(k)] = v / (1.0 + std::exp(-v)) * x[size_t(r * xk + kK + k)];
         }
         for (int64_t n = 0; n < kN; ++n) {
           double acc = res[size_t(r * kN + n)];
@@ -536,6 +538,251 @@ TEST(LlamaRowGemm, Fp8WeightsMatchAPlainProduct) {
   EXPECT_FALSE(row_gemm_fits(1, 512, DType::kF32, true));   // FP8 weights take bf16 inputs
 }
 
+// The SwiGLU and rotary epilogues against the plain projection followed by the kernels
+// they replace, swiglu() and rope_and_cache(): bit for bit, in bf16 and FP32, bf16 with
+// E4M3 weights and with the E4M3 cache, 1 to 4 rows; and the pairs they refuse.
+TEST(LlamaRowGemm, EpiloguesWriteWhatTheSeparateKernelsWrite) {
+  GPUVS_REQUIRE_GPU();
+  constexpr int kHeads = 4, kKv = 2, kD = 64, kInter = 192, kContext = 8, kPos = 5;
+  constexpr int64_t kK = 256, kQkv = (kHeads + 2 * kKv) * kD, kKvWidth = kKv * kD;
+  auto value = [](int64_t i, int salt) {
+    return float((i * 7919 + salt * 104729) % 2001) / 1000.0f - 1.0f;
+  };
+  DeviceScope scope(0);
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  // n values of `salt` in dtype on the device.
+  auto upload = [&](int64_t n, int salt, DType dtype, float scale) {
+    DeviceBuffer b(size_t(n) * dtype_size(dtype));
+    std::vector<float> f(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      f[size_t(i)] = scale * value(i, salt);
+    DeviceBuffer tmp(f.size() * 4);
+    EXPECT_EQ(cudaMemcpy(tmp.get(), f.data(), f.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    bert::cast_from_float(tmp.as<float>(), b.get(), n, dtype, st);
+    EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+    return b;
+  };
+  auto bytes_of = [](const DeviceBuffer& b) {
+    std::vector<char> h(b.bytes());
+    EXPECT_EQ(cudaMemcpy(h.data(), b.get(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  };
+  DeviceBuffer pos(4), freq(kD / 2 * 4), scale(4);
+  const int p0 = kPos;
+  std::vector<float> inv_freq(kD / 2);
+  for (int i = 0; i < kD / 2; ++i)
+    inv_freq[size_t(i)] = float(std::pow(10000.0, -2.0 * i / kD));
+  const float one = 0.25f;
+  ASSERT_EQ(cudaMemcpy(pos.get(), &p0, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(freq.get(), inv_freq.data(), freq.bytes(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(scale.get(), &one, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  struct Case {
+    DType dtype;
+    bool w_fp8, fp8_cache;
+  };
+  for (const Case c : {Case{DType::kBF16, false, false}, Case{DType::kF32, false, false},
+                       Case{DType::kBF16, true, false}, Case{DType::kBF16, false, true}}) {
+    for (int rows = 1; rows <= 4; ++rows) {
+      const std::string at = std::string(c.dtype == DType::kF32 ? "fp32" : "bf16") +
+                             (c.w_fp8 ? " e4m3 weights" : "") + (c.fp8_cache ? " e4m3 cache" : "") +
+                             ", " + std::to_string(rows) + " rows";
+      const size_t es = dtype_size(c.dtype);
+      DeviceBuffer x = upload(rows * kK, 1, c.dtype, 1.0f), norm = upload(kK, 3, c.dtype, 1.0f);
+      // E4M3 weights: a spread of finite byte patterns.
+      auto weights = [&](int64_t n, int salt) {
+        if (!c.w_fp8) return upload(n, salt, c.dtype, 0.1f);
+        std::vector<uint8_t> w(static_cast<size_t>(n));
+        for (size_t i = 0; i < w.size(); ++i) {
+          const uint8_t b = uint8_t((i * 104729 + size_t(salt) * 17) % 256);
+          w[i] = (b & 0x7F) == 0x7F ? uint8_t(b & 0xF0) : b;  // no NaN patterns
+        }
+        DeviceBuffer d(w.size());
+        EXPECT_EQ(cudaMemcpy(d.get(), w.data(), w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+        return d;
+      };
+      DeviceBuffer wqkv = weights(kQkv * kK, 2), wgu = weights(2 * kInter * kK, 4);
+      RowGemmArgs a;
+      a.rows = rows;
+      a.k = kK;
+      a.dtype = c.dtype;
+      a.input = RowInput::kRmsNorm;
+      a.x = x.get();
+      a.norm_weight = norm.get();
+      a.w_fp8 = c.w_fp8;
+      a.w_scale = scale.as<float>();
+      // SwiGLU: the gate and up projection, then swiglu().
+      a.w = wgu.get();
+      a.n = 2 * kInter;
+      DeviceBuffer gu(size_t(rows) * 2 * kInter * es), want(size_t(rows) * kInter * es),
+          got(want.bytes());
+      a.out = gu.get();
+      row_gemm(a, true, st);
+      swiglu(gu.get(), want.get(), rows, kInter, c.dtype, st);
+      a.output = RowOutput::kSwiGLU;
+      a.out = got.get();
+      row_gemm(a, true, st);
+      ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+      EXPECT_EQ(bytes_of(got), bytes_of(want)) << "SwiGLU, " << at;
+      // The rotary embedding and the caches: the QKV projection, then rope_and_cache().
+      const size_t cache_bytes = size_t(rows) * kContext * kKvWidth * (c.fp8_cache ? 1 : es);
+      DeviceBuffer qkv_want(size_t(rows) * kQkv * es), qkv_got(qkv_want.bytes());
+      DeviceBuffer kc_want(cache_bytes), vc_want(cache_bytes), kc_got(cache_bytes),
+          vc_got(cache_bytes);
+      for (auto* b : {&kc_want, &vc_want, &kc_got, &vc_got})
+        ASSERT_EQ(cudaMemsetAsync(b->get(), 0, b->bytes(), st), cudaSuccess);
+      a.w = wqkv.get();
+      a.n = kQkv;
+      a.output = RowOutput::kPlain;
+      a.out = qkv_want.get();
+      row_gemm(a, true, st);
+      RopeCacheArgs r;
+      r.batch = rows;
+      r.seq = 1;
+      r.heads = kHeads;
+      r.kv_heads = kKv;
+      r.head_dim = kD;
+      r.max_context = kContext;
+      r.dtype = c.dtype;
+      r.pos = pos.as<int>();
+      r.inv_freq = freq.as<float>();
+      r.qkv = qkv_want.get();
+      r.k_cache = kc_want.get();
+      r.v_cache = vc_want.get();
+      r.fp8_cache = c.fp8_cache;
+      r.cache_scale = 0.5f;
+      rope_and_cache(r, st);
+      a.output = RowOutput::kRopeCache;
+      a.out = qkv_got.get();
+      a.rope.heads = kHeads;
+      a.rope.kv_heads = kKv;
+      a.rope.head_dim = kD;
+      a.rope.max_context = kContext;
+      a.rope.pos = pos.as<int>();
+      a.rope.inv_freq = freq.as<float>();
+      a.rope.k_cache = kc_got.get();
+      a.rope.v_cache = vc_got.get();
+      a.rope.fp8_cache = c.fp8_cache;
+      a.rope.cache_scale = 0.5f;
+      row_gemm(a, true, st);
+      ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+      EXPECT_EQ(bytes_of(qkv_got), bytes_of(qkv_want)) << "rotated QKV, " << at;
+      EXPECT_EQ(bytes_of(kc_got), bytes_of(kc_want)) << "key cache, " << at;
+      EXPECT_EQ(bytes_of(vc_got), bytes_of(vc_want)) << "value cache, " << at;
+      const std::vector<char> kc = bytes_of(kc_got);
+      EXPECT_NE(std::count(kc.begin(), kc.end(), char(0)), std::ptrdiff_t(kc.size()))
+          << "nothing written, " << at;
+      // What the epilogues refuse: a residual, another input, a width of other heads.
+      RowGemmArgs bad = a;
+      bad.residual = qkv_got.get();
+      EXPECT_THROW(row_gemm(bad, true, st), Error);
+      bad = a;
+      bad.input = RowInput::kPlain;
+      EXPECT_THROW(row_gemm(bad, true, st), Error);
+      bad = a;
+      bad.n = kQkv - kD;
+      EXPECT_THROW(row_gemm(bad, true, st), Error);
+    }
+  }
+}
+
+// The few-row projections at the decode step's shapes of the 8B and 1B models, bf16
+// and E4M3 weights, one row: each a chain of dependent launches in one CUDA graph, as a
+// decode step runs them, over copies of W that together exceed the L2 cache, so that
+// every launch streams its weights from HBM. Prints each one's time and its weights'
+// bytes per second; the replayed chain must compute what one plain launch does.
+TEST(LlamaRowGemm, PrintsBandwidthAtTheDecodeShapes) {
+  GPUVS_REQUIRE_GPU();
+  DeviceScope scope(0);
+  struct Case {
+    const char* size;
+    const char* what;
+    RowInput in;
+    bool residual, f32;
+  };
+  const Case cases[] = {{"8b", "qkv", RowInput::kRmsNorm, false, false},
+                        {"8b", "attention.output", RowInput::kPlain, true, false},
+                        {"8b", "gate.and.up", RowInput::kRmsNorm, false, false},
+                        {"8b", "down", RowInput::kPlain, true, false},
+                        {"8b", "lm.head", RowInput::kRmsNorm, false, true},
+                        {"1b", "qkv", RowInput::kRmsNorm, false, false},
+                        {"1b", "attention.output", RowInput::kPlain, true, false},
+                        {"1b", "gate.and.up", RowInput::kRmsNorm, false, false},
+                        {"1b", "down", RowInput::kPlain, true, false}};
+  constexpr size_t kStreamBytes = size_t(512) << 20;  // ten times the H200's L2
+  constexpr int kReplays = 5;
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  DeviceBuffer scale(4);
+  const float one = 1.0f;
+  ASSERT_EQ(cudaMemcpy(scale.get(), &one, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  for (const Case& c : cases) {
+    const Shape s = *find_shape(c.size);
+    const std::string what = c.what;
+    const int64_t k = what == "down" ? s.intermediate : s.hidden;
+    const int64_t n = what == "qkv"           ? s.hidden + 2 * int64_t(s.kv_dim())
+                      : what == "gate.and.up" ? 2 * int64_t(s.intermediate)
+                      : what == "lm.head"     ? s.vocab
+                                              : s.hidden;
+    for (const bool fp8 : {false, true}) {
+      if (fp8 && c.f32) continue;  // the LM head stays bf16
+      const size_t w_bytes = size_t(n * k) * (fp8 ? 1 : 2);
+      const int copies = int(std::max<size_t>(2, (kStreamBytes + w_bytes - 1) / w_bytes));
+      DeviceBuffer w(w_bytes * size_t(copies));
+      DeviceBuffer x(size_t(2 * k) * 2), norm(size_t(k) * 2);
+      DeviceBuffer out(size_t(n) * (c.f32 ? 4 : 2)), once(out.bytes()), res(size_t(n) * 2);
+      // Small values (bf16 0x3C3C is 0.0115, E4M3 0x3C is 1.5 times the scale 1): the
+      // sums stay finite whatever the order.
+      ASSERT_EQ(cudaMemsetAsync(w.get(), 0x3C, w.bytes(), st), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(x.get(), 0x3C, x.bytes(), st), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(norm.get(), 0x3F, norm.bytes(), st), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(res.get(), 0x3C, res.bytes(), st), cudaSuccess);
+      ASSERT_TRUE(row_gemm_fits(1, k, DType::kBF16, fp8));
+      RowGemmArgs a;
+      a.k = k;
+      a.n = n;
+      a.input = c.in;
+      a.x = x.get();
+      a.norm_weight = norm.get();
+      a.w_fp8 = fp8;
+      a.w_scale = scale.as<float>();
+      a.out_f32 = c.f32;
+      auto run = [&](int i, void* o) {
+        a.w = static_cast<const char*>(w.get()) + size_t(i % copies) * w_bytes;
+        a.out = o;
+        // A residual of its own, not the output: every launch computes the same sums.
+        a.residual = c.residual ? res.get() : nullptr;
+        row_gemm(a, true, st);
+      };
+      run(copies - 1, once.get());
+      const int launches = std::max(copies, 32);
+      GraphExec graph(st, [&](cudaStream_t) {
+        for (int i = 0; i < launches; ++i)
+          run(i, out.get());
+      });
+      graph.launch(st);  // warm-up
+      Event start, stop;
+      start.record(st);
+      for (int r = 0; r < kReplays; ++r)
+        graph.launch(st);
+      stop.record(st);
+      stop.synchronize();
+      const double per_launch = stop.seconds_since(start) / (kReplays * launches);
+      std::printf("row-gemm-bandwidth %s %s %s weights, 1 row, K %lld N %lld: %.2f us, %.2f TB/s\n",
+                  c.size, c.what, fp8 ? "e4m3" : "bf16", static_cast<long long>(k),
+                  static_cast<long long>(n), per_launch * 1e6,
+                  double(w_bytes) / per_launch * 1e-12);
+      std::vector<char> got(out.bytes()), want(out.bytes());
+      ASSERT_EQ(cudaMemcpy(got.data(), out.get(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(want.data(), once.get(), want.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      // The last launch read copy (launches - 1) % copies; every copy holds the same bytes.
+      EXPECT_EQ(got, want) << c.size << " " << c.what;
+    }
+  }
+}
+
 // Decode steps through the few-row projections and through cuBLASLt's GEMMs choose
 // the same tokens, at every batch the former takes; the profile names every region.
 TEST(LlamaDecoder, RowKernelsAndCublasLtDecodeTheSame) {
@@ -567,9 +814,8 @@ TEST(LlamaDecoder, RowKernelsAndCublasLtDecodeTheSame) {
         names.push_back(name);
         EXPECT_GT(seconds, 0.0) << name;
       }
-      EXPECT_EQ(names,
-                (std::vector<std::string>{"embed", "qkv", "rope and cache", "attention",
-                                          "attention output", "gate and up", "down", "lm head"}));
+      EXPECT_EQ(names, (std::vector<std::string>{"embed", "qkv", "attention", "attention output",
+                                                 "gate and up", "down", "lm head"}));
     }
   }
 }

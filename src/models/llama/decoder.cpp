@@ -433,9 +433,19 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
   const bool dep = few && m.dependent_launch;
   size_t layer = 0;  // the layer and projection the lambdas below serve
   Proj proj_kind = kQkv;
+  RowRope rope;  // the few-row QKV projection's rotary embedding; the layer's caches below
+  rope.heads = s.heads;
+  rope.kv_heads = s.kv_heads;
+  rope.head_dim = s.head_dim();
+  rope.max_context = cfg.max_context;
+  rope.pos = m.pos;
+  rope.inv_freq = m.inv_freq;
+  rope.fp8_cache = m.fp8_cache;
+  rope.cache_scale = cfg.cache_scale;
   auto project = [&](RowInput in, const void* x, const void* norm, const void* w, int64_t k,
-                     int64_t n, bool residual, void* out) {
+                     int64_t n, bool residual, void* out, RowOutput kind = RowOutput::kPlain) {
     RowGemmArgs a;
+    a.output = kind;
     a.rows = cfg.batch;
     a.k = k;
     a.n = n;
@@ -448,6 +458,7 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     a.residual = residual ? out : nullptr;
     a.out = out;
     a.out_f32 = out == m.logits;
+    a.rope = rope;
     if (m.fp8 && w != m.w(m.plan.head_at)) {
       a.w_fp8 = true;
       a.w_scale = &m.w_meta(layer, proj_kind)->scale_inv;
@@ -475,29 +486,33 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
     t.mark("qkv", st);
     proj_kind = kQkv;
     if (few) {
-      project(RowInput::kRmsNorm, m.x, m.w(o.attn_norm), m.w(o.wqkv), m.c, m.width, false, m.qkv);
+      // The rotary embedding and the cache write in the projection's epilogue.
+      rope.k_cache = m.k_cache(l);
+      rope.v_cache = m.v_cache(l);
+      project(RowInput::kRmsNorm, m.x, m.w(o.attn_norm), m.w(o.wqkv), m.c, m.width, false, m.qkv,
+              RowOutput::kRopeCache);
     } else {
       rms_norm(m.x, m.w(o.attn_norm), m.h, rows, int(m.c), eps, m.dtype, st);
       gemm(*g.qkv, kQkv, m.h, m.c, m.w(o.wqkv), m.qkv, false);
+      t.mark("rope and cache", st);
+      RopeCacheArgs r;
+      r.batch = cfg.batch;
+      r.seq = seq;
+      r.heads = s.heads;
+      r.kv_heads = s.kv_heads;
+      r.head_dim = s.head_dim();
+      r.max_context = cfg.max_context;
+      r.dtype = m.dtype;
+      r.pos = m.pos;
+      r.inv_freq = m.inv_freq;
+      r.qkv = m.qkv;
+      r.k_cache = m.k_cache(l);
+      r.v_cache = m.v_cache(l);
+      r.fp8_cache = m.fp8_cache;
+      r.cache_scale = cfg.cache_scale;
+      r.dependent_launch = dep;
+      rope_and_cache(r, st);
     }
-    t.mark("rope and cache", st);
-    RopeCacheArgs r;
-    r.batch = cfg.batch;
-    r.seq = seq;
-    r.heads = s.heads;
-    r.kv_heads = s.kv_heads;
-    r.head_dim = s.head_dim();
-    r.max_context = cfg.max_context;
-    r.dtype = m.dtype;
-    r.pos = m.pos;
-    r.inv_freq = m.inv_freq;
-    r.qkv = m.qkv;
-    r.k_cache = m.k_cache(l);
-    r.v_cache = m.v_cache(l);
-    r.fp8_cache = m.fp8_cache;
-    r.cache_scale = cfg.cache_scale;
-    r.dependent_launch = dep;
-    rope_and_cache(r, st);
     t.mark("attention", st);
     AttentionArgs at;
     at.batch = cfg.batch;
@@ -524,10 +539,11 @@ void forward(Decoder::Impl& m, const DecoderConfig& cfg, const StepGemms& g, con
       project(RowInput::kPlain, m.attn, nullptr, m.w(o.wo), m.qd, m.c, true, m.x);
       t.mark("gate and up", st);
       proj_kind = kGu;
-      project(RowInput::kRmsNorm, m.x, m.w(o.mlp_norm), m.w(o.wgu), m.c, 2 * m.inter, false, m.gu);
+      project(RowInput::kRmsNorm, m.x, m.w(o.mlp_norm), m.w(o.wgu), m.c, 2 * m.inter, false, m.a,
+              RowOutput::kSwiGLU);
       t.mark("down", st);
       proj_kind = kDown;
-      project(RowInput::kSwiGLU, m.gu, nullptr, m.w(o.wdown), m.inter, m.c, true, m.x);
+      project(RowInput::kPlain, m.a, nullptr, m.w(o.wdown), m.inter, m.c, true, m.x);
       continue;
     }
     t.mark("attention output", st);

@@ -100,6 +100,8 @@ class Decoder {
   // the projection), "rope and cache", "attention", "attention output", "gate and up"
   // (RMSNorm and the projection), "down" (SwiGLU and the projection), "lm head" (the
   // final RMSNorm, the head and the greedy choice), each summed over layers and steps.
+  // Steps through the few-row projections have no "rope and cache" (the QKV
+  // projection's epilogue does it) and their SwiGLU is in "gate and up".
   // Turning it on starts a new profile. Never on while a step is captured.
   void enable_profile(bool on);
   std::vector<std::pair<std::string, double>> profile_times();

@@ -11,6 +11,7 @@
 #include "models/layers/swiglu.cuh"
 #include "models/llama/dependent_launch.cuh"
 #include "models/llama/kernels.h"
+#include "models/llama/rope.cuh"
 
 namespace gpuvs::models::llama {
 
@@ -165,13 +166,10 @@ __global__ void rope_cache_kernel(RopeCacheArgs a) {
     const int64_t row = idx / (int64_t(half) * rotated);
     const int b = int(row / a.seq), t = int(row % a.seq);
     const int p = pos0 + t;
-    const float angle = float(p) * a.inv_freq[i];
-    float sn, cs;
-    sincosf(angle, &sn, &cs);
     T* base = qkv + row * width + head * d;  // key heads follow the query heads
-    const float x1 = to_f(base[i]), x2 = to_f(base[i + half]);
-    const T r1 = from_f<T>(x1 * cs - x2 * sn);
-    const T r2 = from_f<T>(x2 * cs + x1 * sn);
+    float f1, f2;
+    rope_rotate(to_f(base[i]), to_f(base[i + half]), p, a.inv_freq[i], f1, f2);
+    const T r1 = from_f<T>(f1), r2 = from_f<T>(f2);
     base[i] = r1;
     base[i + half] = r2;
     if (head >= a.heads) {

@@ -241,7 +241,8 @@ __global__ void __launch_bounds__(kThreads) rope_split_kernel(RopeSplitArgs a) {
 #pragma unroll
           for (int e = 0; e < kN; ++e) {
             const float v1 = to_f(x1[u].e[e]), v2 = to_f(x2[u].e[e]);
-            if (kForward) {  // rope_and_cache's expressions
+            if (kForward) {  // rope_rotate's expressions (rope.cuh), contraction left to the
+                             // compiler
               r1.e[e] = from_f<T>(v1 * cs[e] - v2 * sn[e]);
               r2.e[e] = from_f<T>(v2 * cs[e] + v1 * sn[e]);
             } else {

@@ -203,6 +203,7 @@ void run_monitor(const GlobalOptions& global, const MonitorArgs& args, CliContex
 
   if (global.json) {
     nlohmann::ordered_json out;
+    out["schema"] = "gpuvs.monitor-summary/1";
     out["command"] = args.command;
     out["exit_code"] = run.child.exit_code;
     if (run.child.signal) out["signal"] = *run.child.signal;

@@ -402,7 +402,9 @@ nlohmann::ordered_json timeline_json(const std::vector<GpuSample>& timeline) {
     o["gpu"] = s.gpu;
     o["t_s"] = s.t_s;
     for (const Field& f : kFields) {
-      if (std::optional<double> v = f.get(s)) {
+      // A reading that is not a finite number (a GPM interval NVML could not rate) is
+      // left out like an absent one: JSON has no NaN, and a null would read as a value.
+      if (std::optional<double> v = f.get(s); v && std::isfinite(*v)) {
         if (f.is_int)
           o[f.key] = static_cast<long long>(*v);
         else

@@ -45,8 +45,8 @@
 //   dram_bw_util_pct,fp64_util_pct,fp32_util_pct,fp16_util_pct,pcie_rx_bytes_per_s,
 //   pcie_tx_bytes_per_s,nvlink_rx_bytes_per_s,nvlink_tx_bytes_per_s,power_w,energy_j,
 //   sm_mhz,mem_mhz,temperature_c,throttle_reasons
-// JSON (timeline_json): an array of objects with the same keys, absent values left
-// out, throttle_reasons an array of strings (always present).
+// JSON (timeline_json): an array of objects with the same keys, absent and non-finite
+// values left out, throttle_reasons an array of strings (always present).
 #pragma once
 
 #include <map>

@@ -175,6 +175,7 @@ TEST_F(CliMonitor, JsonIsAloneOnStdoutAndTheCommandsOutputGoesToStderr) {
   const nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(o.out.rfind("{", 0), 0u) << o.out;  // nothing of CMD's before the document
   EXPECT_NE(o.err.find("first\n"), std::string::npos) << o.err;
+  EXPECT_EQ(j.at("schema"), "gpuvs.monitor-summary/1");
   EXPECT_EQ(j.at("exit_code"), 0);
   EXPECT_TRUE(fs::exists(j.at("timeline").get<std::string>()));
   EXPECT_TRUE(j.at("summary").is_array());

@@ -427,6 +427,17 @@ TEST(MonitorTimeline, JsonOmitsAbsentValues) {
   EXPECT_EQ(gpuvs::monitor::timeline_json({}).dump(), "[]");
 }
 
+// A reading that is not a finite number (a GPM interval NVML could not rate) is left
+// out as an absent one is: JSON has no NaN, and null would read as a value.
+TEST(MonitorTimeline, JsonOmitsNonFiniteReadings) {
+  GpuSample a = at(0, 0.5);
+  a.dram_bw_util_pct = std::numeric_limits<double>::quiet_NaN();
+  a.power_w = std::numeric_limits<double>::infinity();
+  a.sm_util_pct = 42.5;
+  EXPECT_EQ(gpuvs::monitor::timeline_json({a}).dump(),
+            "[{\"gpu\":0,\"t_s\":0.5,\"sm_util_pct\":42.5,\"throttle_reasons\":[]}]");
+}
+
 TEST(MonitorTimeline, SummaryJson) {
   const nlohmann::ordered_json j =
       gpuvs::monitor::summary_json(gpuvs::monitor::summarize(hand_made_timeline(), {"A", "B"}));

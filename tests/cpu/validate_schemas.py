@@ -7,9 +7,14 @@ schema_run test, tests/CMakeLists.txt):
    so that the check itself is seen to work;
  - with GPUVS, the output of `gpuvs --json compare` (catalogue GPUs, bundled run files,
    a claims file, both) and the compare.json / claims.json that --out writes, against
-   gpuvs.compare-1 and gpuvs.claims-1.
+   gpuvs.compare-1 and gpuvs.claims-1; `gpuvs --json advise` (train and infer, CNN,
+   prices, run files, fixed layouts, models that do not fit) against gpuvs.advise-1;
+ - the bundled monitor timelines (data/reference/h200-monitor-*.json) and, with
+   FAKE_NVML (tests/fake_nvml/), a monitored command's timeline and --json summary
+   against gpuvs.monitor-1;
+ - for advise and monitor too, copies that break one rule each, which must fail.
 
-  python3 tests/cpu/validate_schemas.py SOURCE_DIR [GPUVS]
+  python3 tests/cpu/validate_schemas.py SOURCE_DIR [GPUVS [FAKE_NVML]]
 
 Exit 0 when every file validates, 1 naming each that does not, 77 (CTest's skip) when
 this Python has no jsonschema module (Debian: python3-jsonschema)."""
@@ -28,7 +33,7 @@ except ImportError:
     sys.exit(77)
 
 
-def main(source, gpuvs):
+def main(source, gpuvs, fake_nvml):
     with open(os.path.join(source, "docs/schema/gpuvs.run-1.schema.json")) as f:
         schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -74,8 +79,12 @@ def main(source, gpuvs):
                 failures += 1
             else:
                 print(f"ok   the schema refuses {what}")
+    failures += check_monitor_files(source)
     if gpuvs:
         failures += check_outputs(source, gpuvs)
+        failures += check_advise(source, gpuvs)
+        if fake_nvml:
+            failures += check_monitor_run(source, gpuvs, fake_nvml)
     print(f"{checked} run files, {failures} failure(s)")
     return 1 if failures else 0
 
@@ -87,6 +96,136 @@ def load_schema(source, name):
     return jsonschema.Draft202012Validator(schema)
 
 
+def judge(what, validator, doc):
+    errors = list(validator.iter_errors(doc))
+    if errors:
+        e = errors[0]
+        print(f"FAIL {what}: {len(errors)} error(s), first at "
+              f"{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:200]}")
+        return 1
+    print(f"ok   {what}")
+    return 0
+
+
+def refuses(what, validator, doc, broken):
+    """Each (name, change) of `broken` applied to a copy of doc must be refused."""
+    failures = 0
+    for name, change in broken:
+        bad = copy.deepcopy(doc)
+        change(bad)
+        if validator.is_valid(bad):
+            print(f"FAIL the {what} schema accepts {name}")
+            failures += 1
+        else:
+            print(f"ok   the {what} schema refuses {name}")
+    return failures
+
+
+def gpuvs_json(gpuvs, args, env=None):
+    out = subprocess.run([gpuvs, "--json", "-q", *args], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"gpuvs {' '.join(args)}: exit {out.returncode}: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def check_advise(source, gpuvs):
+    advise = load_schema(source, "gpuvs.advise-1.schema.json")
+    ref = os.path.join(source, "data/reference")
+    cases = [
+        ["--model", "llama-2-7b"],
+        ["--model", "llama-2-70b", "--prices", "example", "--explain"],
+        ["--model", "gpt3-175b", "--max-days", "30"],
+        ["--model", "7B", "--gpus", "16", "--tp", "2", "--recompute", "selective"],
+        ["--model", "llama-2-70b", "--candidates", "H200-SXM,A100-SXM4-80GB", "--gpus", "1"],
+        ["--model", "resnet50", "--precision", "fp16", "--optimizer", "sgd"],
+        ["--model", "llama-2-7b", "--run", os.path.join(ref, "h200-sxm-run.json")],
+        ["infer", "--model", "llama-2-70b", "--precision", "fp8"],
+        ["infer", "--model", "llama-2-7b", "--run",
+         os.path.join(ref, "h200-model-llama-8b-bf16-infer-batch1.json")],
+    ]
+    failures, docs = 0, []
+    for args in cases:
+        doc = gpuvs_json(gpuvs, ["advise", *args])
+        docs.append(doc)
+        failures += judge("gpuvs --json advise " + " ".join(os.path.basename(a) for a in args),
+                          advise, doc)
+    # The cases must reach what the schema tells apart, or it is not seen to work.
+    modes = {d["mode"] for d in docs}
+    kinds = {d["model"]["kind"] for d in docs}
+    unfit = any(not c["fits"] for d in docs for c in d["candidates"])
+    priced = any(d["prices"] is not None for d in docs)
+    if modes != {"train", "infer"} or kinds != {"transformer", "cnn"} or not unfit or not priced:
+        print(f"FAIL the advise cases reach modes {modes}, kinds {kinds}, an unfit candidate "
+              f"{unfit}, prices {priced}")
+        failures += 1
+    train, infer = docs[0], docs[7]
+    failures += refuses("advise", advise, train, [
+        ("a key the writer does not write", lambda d: d.update(extra=1)),
+        ("a candidate without its time", lambda d: d["candidates"][0].pop("time")),
+        ("an inference figure in a training advice",
+         lambda d: d["candidates"][0].update(inference=None)),
+        ("an unknown basis", lambda d: d["candidates"][0].update(basis="guessed")),
+        ("a transformer without its layers", lambda d: d["model"].pop("layers")),
+        ("an inference request in a training advice", lambda d: d.update(request=infer["request"])),
+        ("a string for a count", lambda d: d["candidates"][0].update(count="1")),
+    ])
+    return failures
+
+
+def check_monitor_files(source):
+    monitor = load_schema(source, "gpuvs.monitor-1.schema.json")
+    files = sorted(glob.glob(os.path.join(source, "data/reference/*monitor*.json")))
+    failures = 0
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            failures += judge(os.path.relpath(path, source), monitor, json.load(f))
+    if len(files) < 2:
+        print(f"FAIL only {len(files)} monitor timelines found under {source}/data/reference")
+        failures += 1
+    return failures
+
+
+def check_monitor_run(source, gpuvs, fake_nvml):
+    monitor = load_schema(source, "gpuvs.monitor-1.schema.json")
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "nvml.json")
+        with open(script, "w") as f:
+            json.dump({"driver_version": "580.95.05",
+                       "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-0a1b", "pci_bus_id":
+                                 "00000000:19:00.0", "temperature": [40, 41, 42],
+                                 "clock_event_reasons": 4}]}, f)
+        env = dict(os.environ, GPUVS_NVML_LIBRARY=fake_nvml, GPUVS_FAKE_NVML_SCRIPT=script)
+        timeline = os.path.join(tmp, "t.json")
+        args = ["monitor", "--interval", "20", "--out", timeline, "--", "sleep", "0.2"]
+        probe = subprocess.run([gpuvs, "-q", *args], capture_output=True, text=True, env=env)
+        if probe.returncode == 3:  # a build without CUDA has no monitor (docs/monitor.md)
+            print(f"skip the monitored run: {probe.stderr.strip()}")
+            return 0
+        summary = gpuvs_json(gpuvs, args, env)
+        failures += judge("gpuvs --json monitor (stdout)", monitor, summary)
+        with open(timeline, encoding="utf-8") as f:
+            doc = json.load(f)
+        failures += judge("gpuvs monitor --out FILE (timeline)", monitor, doc)
+        if not doc["samples"] or summary["schema"] != "gpuvs.monitor-summary/1":
+            print("FAIL the monitored run has no samples or the wrong stdout schema")
+            failures += 1
+        else:
+            failures += refuses("monitor", monitor, doc, [
+                ("a key the writer does not write", lambda d: d["samples"][0].update(extra=1)),
+                ("a sample without its time", lambda d: d["samples"][0].pop("t_s")),
+                ("a string for a temperature",
+                 lambda d: d["samples"][0].update(temperature_c="40")),
+                ("a start that is not ISO 8601", lambda d: d.update(started_at="yesterday")),
+                ("a timeline without its samples", lambda d: d.pop("samples")),
+            ])
+            failures += refuses("monitor summary", monitor, summary, [
+                ("a summary without the timeline's path", lambda d: d.pop("timeline")),
+                ("another schema name", lambda d: d.update(schema="gpuvs.monitor/2")),
+            ])
+    return failures
+
+
 def check_outputs(source, gpuvs):
     compare = load_schema(source, "gpuvs.compare-1.schema.json")
     claims = load_schema(source, "gpuvs.claims-1.schema.json")
@@ -94,21 +233,8 @@ def check_outputs(source, gpuvs):
     claims_file = os.path.join(source, "data/claims/a100-vs-h200-96gb-article.csv")
     failures = 0
 
-    def judge(what, validator, doc):
-        errors = list(validator.iter_errors(doc))
-        if errors:
-            e = errors[0]
-            print(f"FAIL {what}: {len(errors)} error(s), first at "
-                  f"{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:200]}")
-            return 1
-        print(f"ok   {what}")
-        return 0
-
     def run(args):
-        out = subprocess.run([gpuvs, "--json", "-q", *args], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"gpuvs {' '.join(args)}: exit {out.returncode}: {out.stderr}")
-        return json.loads(out.stdout)
+        return gpuvs_json(gpuvs, args)
 
     cases = [
         ["compare", "H200-SXM", "A100-SXM4-80GB"],
@@ -135,4 +261,5 @@ def check_outputs(source, gpuvs):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
+    sys.exit(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None,
+                  sys.argv[3] if len(sys.argv) > 3 else None))

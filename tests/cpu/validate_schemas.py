@@ -9,10 +9,12 @@ schema_run test, tests/CMakeLists.txt):
    a claims file, both) and the compare.json / claims.json that --out writes, against
    gpuvs.compare-1 and gpuvs.claims-1; `gpuvs --json advise` (train and infer, CNN,
    prices, run files, fixed layouts, models that do not fit) against gpuvs.advise-1;
+ - the bundled tune results (data/reference/, tests/data/tune/) and what `gpuvs --json
+   tune --show FILE` and `--cached` print, against gpuvs.tune-1;
  - the bundled monitor timelines (data/reference/h200-monitor-*.json) and, with
    FAKE_NVML (tests/fake_nvml/), a monitored command's timeline and --json summary
    against gpuvs.monitor-1;
- - for advise and monitor too, copies that break one rule each, which must fail.
+ - for advise, tune and monitor too, copies that break one rule each, which must fail.
 
   python3 tests/cpu/validate_schemas.py SOURCE_DIR [GPUVS [FAKE_NVML]]
 
@@ -73,6 +75,7 @@ def main(source, gpuvs, fake_nvml):
         ]
         failures += refuses("run file", validator, example, broken)
     failures += check_monitor_files(source)
+    failures += check_tune(source, gpuvs)
     if gpuvs:
         failures += check_outputs(source, gpuvs)
         failures += check_advise(source, gpuvs)
@@ -161,6 +164,44 @@ def check_advise(source, gpuvs):
         ("a transformer without its layers", lambda d: d["model"].pop("layers")),
         ("an inference request in a training advice", lambda d: d.update(request=infer["request"])),
         ("a string for a count", lambda d: d["candidates"][0].update(count="1")),
+    ])
+    return failures
+
+
+def check_tune(source, gpuvs):
+    tune = load_schema(source, "gpuvs.tune-1.schema.json")
+    files = sorted(glob.glob(os.path.join(source, "data/reference/*.json")) +
+                   glob.glob(os.path.join(source, "tests/data/tune/*.json")))
+    failures, docs = 0, []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or doc.get("schema") != "gpuvs.tune/1":
+            continue
+        docs.append(doc)
+        failures += judge(os.path.relpath(path, source), tune, doc)
+        if gpuvs:
+            failures += judge("gpuvs --json tune --show " + os.path.basename(path), tune,
+                              gpuvs_json(gpuvs, ["tune", "--show", path]))
+    if len(docs) < 3:
+        print(f"FAIL only {len(docs)} tune results found under {source}")
+        return failures + 1
+    if gpuvs:
+        with tempfile.TemporaryDirectory() as home:  # an empty cache
+            env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+            failures += judge("gpuvs --json tune --cached (no result)", tune,
+                              gpuvs_json(gpuvs, ["tune", "--cached"], env))
+    example = max(docs, key=lambda d: sum(len(x["settings"]) for x in d["devices"]))
+    failures += refuses("tune", tune, example, [
+        ("a key the writer does not write", lambda d: d["devices"][0].update(extra=1)),
+        ("an empty scope", lambda d: d["devices"][0]["settings"][0].update(scope=[])),
+        ("an environment variable name in lower case",
+         lambda d: d["devices"][0]["settings"][0].update(env="nccl_algo")),
+        ("evidence of an unknown basis",
+         lambda d: next(s for s in d["devices"][0]["settings"] if s["rests_on"])["rests_on"][0]
+         .update(basis="guessed")),
+        ("a headroom of 0.9", lambda d: d["devices"][0]["request"].update(headroom=0.9)),
+        ("a fingerprint without its UUID", lambda d: d["devices"][0]["fingerprint"].pop("uuid")),
     ])
     return failures
 

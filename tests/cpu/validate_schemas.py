@@ -11,10 +11,14 @@ schema_run test, tests/CMakeLists.txt):
    prices, run files, fixed layouts, models that do not fit) against gpuvs.advise-1;
  - the bundled tune results (data/reference/, tests/data/tune/) and what `gpuvs --json
    tune --show FILE` and `--cached` print, against gpuvs.tune-1;
+ - the bundled check results (data/reference/h200-check-level*.json) and, with
+   FAKE_NVML, `gpuvs --json check --level 1` over scripted GPUs (healthy with every
+   reading, faulty, and one NVML reports almost nothing of) against gpuvs.check-1;
  - the bundled monitor timelines (data/reference/h200-monitor-*.json) and, with
    FAKE_NVML (tests/fake_nvml/), a monitored command's timeline and --json summary
    against gpuvs.monitor-1;
- - for advise, tune and monitor too, copies that break one rule each, which must fail.
+ - for advise, tune, check and monitor too, copies that break one rule each, which
+   must fail.
 
   python3 tests/cpu/validate_schemas.py SOURCE_DIR [GPUVS [FAKE_NVML]]
 
@@ -76,11 +80,13 @@ def main(source, gpuvs, fake_nvml):
         failures += refuses("run file", validator, example, broken)
     failures += check_monitor_files(source)
     failures += check_tune(source, gpuvs)
+    failures += check_check_files(source)
     if gpuvs:
         failures += check_outputs(source, gpuvs)
         failures += check_advise(source, gpuvs)
         if fake_nvml:
             failures += check_monitor_run(source, gpuvs, fake_nvml)
+            failures += check_check(source, gpuvs, fake_nvml)
     print(f"{checked} run files, {failures} failure(s)")
     return 1 if failures else 0
 
@@ -203,6 +209,84 @@ def check_tune(source, gpuvs):
         ("a headroom of 0.9", lambda d: d["devices"][0]["request"].update(headroom=0.9)),
         ("a fingerprint without its UUID", lambda d: d["devices"][0]["fingerprint"].pop("uuid")),
     ])
+    return failures
+
+
+def scripted_gpu(index, **changes):
+    """A GPU of the scripted NVML (tests/fake_nvml/fake_nvml.cpp) with every reading."""
+    gpu = {"name": "NVIDIA H200", "uuid": f"GPU-5a1e0000-0000-0000-0000-00000000000{index}",
+           "pci_bus_id": f"00000000:1{index}:00.0", "ecc_mode": 1, "mig_mode": 0,
+           "persistence_mode": 1, "power_limit_mw": 700000, "power_default_limit_mw": 700000,
+           "pcie_gen": 5, "pcie_gen_max": 5, "pcie_width": 16, "pcie_width_max": 16,
+           "pcie_replay": 0, "temperature": 31, "temperature_slowdown": 87,
+           "temperature_gpu_max": 85, "clock_event_reasons": 1,
+           "ecc": {"corrected_volatile": 0, "corrected_aggregate": 0,
+                   "uncorrected_volatile": 0, "uncorrected_aggregate": 0},
+           "remapped_rows": {"corrected": 0, "uncorrected": 0, "pending": 0, "failure": 0},
+           "histogram": {"max": 8192, "high": 0, "partial": 0, "low": 0, "none": 0},
+           "nvlinks": [{"active": 1, "replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0}
+                       for _ in range(18)]}
+    gpu.update(changes)
+    return gpu
+
+
+def check_check_files(source):
+    check = load_schema(source, "gpuvs.check-1.schema.json")
+    failures, found = 0, 0
+    for path in sorted(glob.glob(os.path.join(source, "data/reference/*.json"))):
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if isinstance(doc, dict) and doc.get("schema") == "gpuvs.check/1":
+            found += 1
+            failures += judge(os.path.relpath(path, source), check, doc)
+    if found < 3:
+        print(f"FAIL only {found} check results found under {source}/data/reference")
+        failures += 1
+    return failures
+
+
+def check_check(source, gpuvs, fake_nvml):
+    check = load_schema(source, "gpuvs.check-1.schema.json")
+    nodes = {
+        "healthy": [scripted_gpu(0), scripted_gpu(1)],
+        "faulty": [scripted_gpu(0, pcie_width=8, xids=[79],
+                                ecc={"corrected_volatile": [0, 3], "corrected_aggregate": 5,
+                                     "uncorrected_volatile": 1, "uncorrected_aggregate": 1},
+                                remapped_rows={"corrected": 2, "uncorrected": 1, "pending": 1,
+                                               "failure": 0})],
+        "sparse": [{"name": "NVIDIA H200", "uuid": "GPU-1", "pci_bus_id": "00000000:19:00.0"}],
+    }
+    failures, docs = 0, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, gpus in nodes.items():
+            script = os.path.join(tmp, name + ".json")
+            with open(script, "w") as f:
+                json.dump({"driver_version": "580.95.05", "cuda_driver_version": 13000,
+                           "gpus": gpus}, f)
+            env = dict(os.environ, GPUVS_NVML_LIBRARY=fake_nvml, GPUVS_FAKE_NVML_SCRIPT=script)
+            out = subprocess.run([gpuvs, "--json", "-q", "check", "--level", "1"],
+                                 capture_output=True, text=True, env=env)
+            if out.returncode not in (0, 1):  # 1: a failed check, its document still written
+                print(f"FAIL gpuvs check ({name} GPUs): exit {out.returncode}: {out.stderr}")
+                failures += 1
+                continue
+            docs[name] = json.loads(out.stdout)
+            failures += judge(f"gpuvs --json check --level 1 ({name} GPUs)", check, docs[name])
+    statuses = {d["status"] for d in docs.values()}
+    if not {"pass", "fail"} <= statuses:
+        print(f"FAIL the scripted checks reach only {statuses}")
+        failures += 1
+    if "healthy" in docs:
+        failures += refuses("check", check, docs["healthy"], [
+            ("a key the writer does not write", lambda d: d["gpus"][0].update(extra=1)),
+            ("an unknown status", lambda d: d["gpus"][0]["tests"][0].update(status="ok")),
+            ("a skip as a GPU's verdict", lambda d: d["gpus"][0].update(status="skip")),
+            ("a level 4", lambda d: d.update(level=4)),
+            ("a reading without its NVLink states", lambda d: d["gpus"][0]["readings"]
+             .pop("nvlinks")),
+            ("a negative ECC count", lambda d: d["gpus"][0]["readings"]["last"]
+             .update(ecc_corrected_volatile=-1)),
+        ])
     return failures
 
 

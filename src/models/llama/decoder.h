@@ -125,7 +125,7 @@ class Decoder {
   double prefill_flops() const;
   double decode_flops(int context) const;
 
-  struct Impl;  // the device state, in decoder.cpp
+  struct Impl;  // the device state, in decoder_impl.h
 
  private:
   DecoderConfig config_;

@@ -48,7 +48,8 @@ Options:
                                      batch 8: bf16 and fp8 (with --profile), bf16
                                      with gpuvs's attention kernels (--attention
                                      gpuvs, with --profile) and with --recompute
-                                     selective and full; beside
+                                     selective and full, bf16 at
+                                     --batch max; beside
                                      them transformers' training, eager and compiled,
                                      and PyTorch's fused attention backends (cuDNN's
                                      SDPA among them) at the same shape
@@ -476,6 +477,8 @@ if [[ -n $out_dir ]]; then
       --precision bf16 --recompute selective
     reference models/llama-1b-bf16-train-batch8-recompute-full 1 -- "${l[@]}" --precision bf16 \
       --recompute full
+    reference models/llama-1b-bf16-train-batch-max 1 -- model llama --size 1b --mode train \
+      --seq 2048 --batch max --gpu 0 --precision bf16
     llama_peer attention-1b-seq2048-batch8 attention.py --batch 8 --seq 2048 --heads 32 \
       --kv-heads 8 --head-dim 64
     llama_peer llama-1b-train-batch8 llama_train.py --size 1b --seq 2048 --batch 8

@@ -436,6 +436,28 @@ const GpuSpec* Catalogue::find(std::string_view name) const {
     for (const std::string& a : g.aliases)
       if (normalise_name(a) == key) return &g;
   }
+  // Users paste what nvidia-smi printed: its name, or the PCI device id ("0x2684"). Ids
+  // and aliases are unique, these need not be: like match_driver(), one entry or no guess.
+  const auto only = [&](auto&& has) -> const GpuSpec* {
+    const GpuSpec* hit = nullptr;
+    for (const GpuSpec& g : gpus_) {
+      if (!has(g)) continue;
+      if (hit != nullptr) return nullptr;
+      hit = &g;
+    }
+    return hit;
+  };
+  if (const GpuSpec* g = only([&](const GpuSpec& e) {
+        return std::any_of(e.driver_names.begin(), e.driver_names.end(),
+                           [&](const std::string& n) { return normalise_name(n) == key; });
+      }))
+    return g;
+  if (const std::optional<uint32_t> device = parse_pci_id(name)) {
+    return only([&](const GpuSpec& e) {
+      return std::find(e.pci_device_ids.begin(), e.pci_device_ids.end(), *device) !=
+             e.pci_device_ids.end();
+    });
+  }
   return nullptr;
 }
 

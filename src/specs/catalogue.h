@@ -57,7 +57,9 @@ class Catalogue {
 
   const std::vector<GpuSpec>& gpus() const { return gpus_; }
 
-  // By id or alias, case-insensitive, '-', '_' and ' ' equivalent. nullptr if none.
+  // By id or alias, case-insensitive, '-', '_' and ' ' equivalent; failing those, by a
+  // driver name (compared the same way) or a PCI device id ("0x2684") that exactly one
+  // entry has. nullptr if none, or if several entries share the name or the id.
   const GpuSpec* find(std::string_view name) const;
   // Like find(), but an unknown name throws UsageError: "unknown GPU 'H300'; did you
   // mean: H200-SXM, H100-SXM?" (closest by edit distance, at most 3).

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -110,7 +112,7 @@ TEST(CliSpecs, ListShowsEveryGpu) {
   ASSERT_EQ(j.code, 0) << j.err;
   const nlohmann::json list = nlohmann::json::parse(j.out);
   EXPECT_EQ(list["schema"], "gpuvs.specs.list/1");
-  EXPECT_GE(list["gpus"].size(), 15u);
+  EXPECT_GE(list["gpus"].size(), 40u);
   // One GPU: its schema, then the same fields as in the list, and its published results.
   const SpecsRun one = gpuvs_specs("--json specs show H200");
   ASSERT_EQ(one.code, 0) << one.err;
@@ -137,6 +139,32 @@ TEST(CliSpecs, ShowGivesFiguresSourcesAndPublishedResults) {
   const nlohmann::json doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["id"], "H200-SXM");
   EXPECT_FALSE(doc["published"].empty());
+}
+
+TEST(CliSpecs, ShowFindsAGpuByWhatNvidiaSmiPrints) {
+  // The name nvidia-smi prints and the PCI device id find the entry as its id does.
+  for (const auto& [typed, id] : std::vector<std::pair<std::string, std::string>>{
+           {"'NVIDIA GeForce RTX 4090'", "RTX-4090"},
+           {"0x2684", "RTX-4090"},
+           {"'NVIDIA RTX 6000 Ada Generation'", "RTX-6000-Ada"},
+           {"0x26b1", "RTX-6000-Ada"},
+           {"'NVIDIA L40'", "L40"},
+           {"0x2941", "GB200"},
+           {"'Tesla T4'", "T4"}}) {
+    const SpecsRun r = gpuvs_specs("--json specs show " + typed);
+    ASSERT_EQ(r.code, 0) << typed << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["id"], id) << typed;
+  }
+  const SpecsRun t = gpuvs_specs("specs show 'NVIDIA GeForce RTX 4090'");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_TRUE(has(t.out, "RTX-4090")) << t.out;
+  EXPECT_TRUE(has(t.out, "0x2684")) << "PCI device id shown";
+  EXPECT_TRUE(has(row(t.out, "BF16 tensor (dense)"), "165.2 TFLOP/s")) << t.out;
+  // Two of the new entries side by side, found by driver name and by id.
+  const SpecsRun d = gpuvs_specs("specs diff 'NVIDIA GeForce RTX 3090' 0x2684");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_TRUE(has(row(d.out, "Memory bandwidth"), "936 GB/s")) << d.out;
+  EXPECT_EQ(gpuvs_specs("specs show 0xffff").code, 2) << "no GPU has that id";
 }
 
 TEST(CliSpecs, CatalogueFileReplacesTheBuiltinOne) {

@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "core/suggest.h"
@@ -28,6 +32,12 @@ double figure(const GpuSpec& g, const std::string& metric) {
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
+}
+
+std::string fmt_hex(uint32_t id) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%04x", id);
+  return buf;
 }
 
 TEST(Metrics, VocabularyIsCompleteOrderedAndUnique) {
@@ -280,7 +290,7 @@ TEST(Catalogue, GetSuggestsTheClosestNames) {
   ASSERT_EQ(close.size(), 3u);
   EXPECT_NE(std::find(close.begin(), close.end(), "H200-SXM"), close.end());
   EXPECT_NE(std::find(close.begin(), close.end(), "H100-SXM"), close.end());
-  EXPECT_EQ(c.suggest("L40", 1), std::vector<std::string>{"L40S"});
+  EXPECT_EQ(c.suggest("L40SS", 1), std::vector<std::string>{"L40S"});
   try {
     c.get("H300");
     FAIL() << "no error";
@@ -326,6 +336,141 @@ TEST(Catalogue, MatchDriverLetsTheNameDecideBetweenEntriesSharingAnId) {
   EXPECT_EQ(c.match_driver("NVIDIA X B", 0x123410DEu)->id, "X-B");
   EXPECT_EQ(c.match_driver("NVIDIA X A", 0x123410DEu)->id, "X-A");
   EXPECT_EQ(c.match_driver("NVIDIA X C", 0x123410DEu), nullptr) << "ambiguous: no guess";
+}
+
+TEST(Catalogue, BreadthFromVoltaToBlackwell) {
+  // The catalogue covers the GPUs people measure: data-centre, workstation and consumer
+  // boards of every architecture from Volta to Blackwell.
+  const Catalogue& c = Catalogue::builtin();
+  EXPECT_GE(c.gpus().size(), 40u);
+  std::map<std::string, int> per_architecture;
+  for (const GpuSpec& g : c.gpus())
+    ++per_architecture[g.architecture];
+  for (const char* arch : {"Volta", "Turing", "Ampere", "Hopper", "Ada Lovelace", "Blackwell"})
+    EXPECT_GE(per_architecture[arch], 1) << arch;
+  for (const char* id : {"A10",
+                         "A16",
+                         "A30",
+                         "A40",
+                         "A800-40GB-Active",
+                         "H20",
+                         "H800-SXM",
+                         "H800-PCIe",
+                         "L20",
+                         "L40",
+                         "B100",
+                         "GB200",
+                         "B300",
+                         "RTX-A6000",
+                         "RTX-6000-Ada",
+                         "RTX-PRO-6000-Blackwell",
+                         "RTX-PRO-6000-Blackwell-Server",
+                         "RTX-3090",
+                         "RTX-4090",
+                         "RTX-5090",
+                         "T4"})
+    EXPECT_NE(c.find(id), nullptr) << id;
+}
+
+TEST(Catalogue, EveryFigureHasASourceAndSparseIsNeverBelowDense) {
+  for (const GpuSpec& g : Catalogue::builtin().gpus()) {
+    EXPECT_FALSE(g.figures.empty() && g.unsupported.empty()) << g.id << " has no figure";
+    for (const auto& [metric, f] : g.figures) {
+      // Its own source, or the entry's (the loader fills it in): an http(s) URL either way.
+      EXPECT_TRUE(starts_with(f.source, "https://") || starts_with(f.source, "http://"))
+          << g.id << " " << metric;
+      EXPECT_EQ(std::count(g.unsupported.begin(), g.unsupported.end(), metric), 0)
+          << g.id << " " << metric << " is both a figure and none";
+    }
+    for (const char* dense :
+         {"compute.tf32", "compute.fp16", "compute.bf16", "compute.fp8", "compute.int8"}) {
+      const auto d = g.figures.find(dense);
+      const auto s = g.figures.find(std::string(dense) + "_sparse");
+      if (d != g.figures.end() && s != g.figures.end())
+        EXPECT_GE(s->second.value, d->second.value) << g.id << " " << dense;
+      // A format the hardware lacks lacks its sparse figure too.
+      if (std::count(g.unsupported.begin(), g.unsupported.end(), dense))
+        EXPECT_EQ(s, g.figures.end()) << g.id << " " << dense;
+    }
+  }
+}
+
+TEST(Catalogue, DriverNamesAndPciIdsPickOneEntry) {
+  // detect and run files map a GPU by its PCI device id, then by the driver's name: no two
+  // built-in entries share either, so neither ever needs the other to decide.
+  const Catalogue& c = Catalogue::builtin();
+  std::map<uint32_t, std::string> by_id;
+  std::map<std::string, std::string> by_name;
+  for (const GpuSpec& g : c.gpus()) {
+    for (uint32_t id : g.pci_device_ids) {
+      const auto [it, fresh] = by_id.emplace(id, g.id);
+      EXPECT_TRUE(fresh) << fmt_hex(id) << ": " << it->second << " and " << g.id;
+    }
+    for (const std::string& n : g.driver_names) {
+      const auto [it, fresh] = by_name.emplace(normalise_name(n), g.id);
+      EXPECT_TRUE(fresh) << n << ": " << it->second << " and " << g.id;
+      // A driver name is no other entry's id or alias.
+      const GpuSpec* named = c.find(n);
+      ASSERT_NE(named, nullptr) << n;
+      EXPECT_EQ(named->id, g.id) << n;
+    }
+  }
+  const std::vector<std::tuple<std::string, uint32_t, std::string>> detected = {
+      {"NVIDIA GeForce RTX 4090", 0x268410DEu, "RTX-4090"},
+      {"NVIDIA GeForce RTX 5090", 0x2B8510DEu, "RTX-5090"},
+      {"NVIDIA GeForce RTX 3090", 0x220410DEu, "RTX-3090"},
+      {"NVIDIA RTX 6000 Ada Generation", 0x26B110DEu, "RTX-6000-Ada"},
+      {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 0x2BB110DEu, "RTX-PRO-6000-Blackwell"},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", 0x2BB510DEu,
+       "RTX-PRO-6000-Blackwell-Server"},
+      {"NVIDIA L40", 0x26B510DEu, "L40"},
+      {"NVIDIA L20", 0x26BA10DEu, "L20"},
+      {"NVIDIA A10", 0x223610DEu, "A10"},
+      {"NVIDIA A30", 0x20B710DEu, "A30"},
+      {"NVIDIA A40", 0x223510DEu, "A40"},
+      {"NVIDIA H20", 0x232910DEu, "H20"},
+      {"NVIDIA H800", 0x232410DEu, "H800-SXM"},
+      {"NVIDIA H800 PCIe", 0x232210DEu, "H800-PCIe"},
+      {"NVIDIA GB200", 0x294110DEu, "GB200"},
+      {"NVIDIA B300 SXM6 AC", 0x318210DEu, "B300"},
+      {"Tesla T4", 0x1EB810DEu, "T4"},
+      {"Tesla V100-PCIE-32GB", 0x1DB610DEu, "V100-PCIe-32GB"}};
+  for (const auto& [name, nvml_id, id] : detected) {
+    const GpuSpec* g = c.match_driver(name, nvml_id);
+    ASSERT_NE(g, nullptr) << name;
+    EXPECT_EQ(g->id, id) << name;
+    EXPECT_EQ(c.match_driver("", nvml_id)->id, id) << "the id alone decides: " << name;
+    EXPECT_EQ(c.match_driver(name, std::nullopt)->id, id) << "the name alone decides: " << name;
+  }
+  // The A16 shares its device id (0x25b6) with the A2, which the catalogue lacks: it
+  // lists no id, so an A2 is no A16 and only the driver's name finds the A16.
+  EXPECT_TRUE(c.get("A16").pci_device_ids.empty());
+  EXPECT_EQ(c.match_driver("NVIDIA A16", 0x25B610DEu)->id, "A16");
+  EXPECT_EQ(c.match_driver("NVIDIA A2", 0x25B610DEu), nullptr);
+}
+
+TEST(Catalogue, FindTakesWhatNvidiaSmiPrints) {
+  const Catalogue& c = Catalogue::builtin();
+  EXPECT_EQ(c.find("NVIDIA GeForce RTX 4090")->id, "RTX-4090");
+  EXPECT_EQ(c.find("nvidia geforce rtx 4090")->id, "RTX-4090");
+  EXPECT_EQ(c.find("0x2684")->id, "RTX-4090");
+  EXPECT_EQ(c.find("0x2B85")->id, "RTX-5090");
+  EXPECT_EQ(c.find("NVIDIA H100 80GB HBM3")->id, "H100-SXM");
+  EXPECT_EQ(c.find("0x2330")->id, "H100-SXM");
+  EXPECT_EQ(c.find("0xFFFF"), nullptr);
+  EXPECT_EQ(c.find("0x12345"), nullptr) << "more than 4 hex digits is no device id";
+  // Shared by two entries: no guess.
+  const Catalogue two = Catalogue::parse(R"({"schema": "gpuvs.catalogue/1", "gpus": [
+    {"id": "X-A", "name": "X A", "driver_names": ["NVIDIA X"], "pci_device_ids": ["0x1234"],
+     "architecture": "Test", "form_factor": "PCIe", "memory_type": "HBM3",
+     "source": "https://example.com/a", "figures": {}},
+    {"id": "X-B", "name": "X B", "driver_names": ["NVIDIA X"], "pci_device_ids": ["0x1234"],
+     "architecture": "Test", "form_factor": "SXM", "memory_type": "HBM3",
+     "source": "https://example.com/b", "figures": {}}]})",
+                                         "shared.json");
+  EXPECT_EQ(two.find("NVIDIA X"), nullptr);
+  EXPECT_EQ(two.find("0x1234"), nullptr);
+  EXPECT_EQ(two.find("x-b")->id, "X-B");
 }
 
 TEST(Catalogue, NormaliseName) {

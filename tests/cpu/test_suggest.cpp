@@ -72,8 +72,8 @@ TEST(Suggest, EveryNameAUserTypes) {
   expect("bench memory.hmb", "unknown benchmark 'memory.hmb'; did you mean: memory.hbm?", true);
   expect("model resnet", "did you mean: resnet50? Known: resnet50, bert-large", true);
   expect("tune --model bert", "did you mean: bert-large?", true);
-  expect("specs show 'rtx 4090'", "did you mean", false);
-  expect("specs show L40", "did you mean: L40S", true);
+  expect("specs show 'radeon rx 7900'", "did you mean", false);
+  expect("specs show L40SS", "did you mean: L40S", true);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // "Did you mean" for every name a user types: GPUs, benchmarks, models, metric ids,
 // commands. One rule everywhere, with a cut-off, so that a name far from all the known
-// ones gets no suggestion rather than three unrelated ones ("rtx 4090" is not "V100").
+// ones gets no suggestion rather than three unrelated ones ("radeon rx 7900" is no "V100").
 //
 // Names are compared lower-cased with '-', '_' and ' ' ignored (the catalogue's
 // spelling rule). A candidate's distance is the fewer of the edits (insertions,

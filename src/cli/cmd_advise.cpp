@@ -236,10 +236,11 @@ void run_advise(const AdviseArgs& args, const CLI::App& sub, CliContext& ctx) {
   for (bool right : view.right_aligned)
     align.push_back(right ? TextTable::Align::kRight : TextTable::Align::kLeft);
   TextTable table(view.header, align);
+  table.notes_when_narrow(view.header.size() - 1);  // the "why" column: prose
   for (const auto& row : view.rows)
     table.add_row(row);
-  print_text(stdout, "{}\n{}{}", render_title(advice), table.render(),
-             render_below_table(advice, args.explain));
+  print_text(stdout, "{}\n{}{}", fit_lines(render_title(advice)), table.render(),
+             fit_lines(render_below_table(advice, args.explain)));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "report/compare.h"
 #include "report/html.h"
 #include "report/render.h"
+#include "report/table.h"
 
 #if GPUVS_HAVE_CUDA
 #include "suite/registry.h"
@@ -69,7 +70,7 @@ ExitCode show_reference(const GlobalOptions& global) {
   if (global.json) {
     print_text(stdout, "{}", render_comparison(comparison, TextFormat::kJson));
   } else {
-    print_text(stdout, "{}\n\n{}\nHTML report: {}\n", note,
+    print_text(stdout, "{}\n{}\nHTML report: {}\n", fit_text(note, "", ""),
                render_comparison(comparison, TextFormat::kTerminal), html.string());
   }
   std::fflush(stdout);

@@ -86,6 +86,31 @@ std::string fit_text(const std::string& text, const std::string& first, const st
   return out;
 }
 
+std::string fit_lines(const std::string& text, size_t width) {
+  if (width == 0) return text;
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    const std::string line =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    if (display_width(line) <= width || line.find_first_not_of(' ') == std::string::npos) {
+      out += line;
+      if (end != std::string::npos) out += '\n';
+      continue;
+    }
+    const size_t indent = line.find_first_not_of(' ');
+    const bool item = line.compare(indent, 2, "- ") == 0;
+    const size_t lead = indent + (item ? 2 : 0);
+    std::string fitted =
+        fit_text(line.substr(lead), line.substr(0, lead), std::string(lead, ' '), width);
+    if (end == std::string::npos) fitted.pop_back();  // the text's last line had no '\n'
+    out += fitted;
+  }
+  return out;
+}
+
 void set_table_width(size_t columns) {
   g_table_width = columns;
 }
@@ -107,6 +132,30 @@ std::string TextTable::render(size_t max_width) const {
       t += width[c] + (c + 1 < width.size() ? 2 : 0);
     return t;
   };
+  if (max_width > 0 && notes_column_ < header_.size() && header_.size() > 1) {
+    size_t narrowest = 0;
+    for (size_t c = 0; c < width.size(); ++c)
+      narrowest += std::min(width[c], kMinColumnWidth) + (c + 1 < width.size() ? 2 : 0);
+    if (narrowest > max_width) {
+      const auto without = [&](std::vector<std::string> cells) {
+        cells.erase(cells.begin() + static_cast<std::ptrdiff_t>(notes_column_));
+        return cells;
+      };
+      std::vector<Align> align = align_;
+      align.erase(align.begin() + static_cast<std::ptrdiff_t>(notes_column_));
+      TextTable rest(without(header_), align);
+      std::string notes;
+      for (const auto& row : rows_) {
+        rest.add_row(without(row));
+        const std::string& note = row[notes_column_];
+        if (note.empty()) continue;
+        const std::string head = "  " + (notes_column_ == 0 ? row[1] : row[0]) + ": ";
+        notes += fit_text(note, head, std::string(display_width(head), ' '), max_width);
+      }
+      return rest.render(max_width) +
+             (notes.empty() ? "" : "\n" + header_[notes_column_] + ":\n" + notes);
+    }
+  }
   // Too wide: take one column from the widest column that can still give one, until
   // the table fits or none can.
   if (max_width > 0) {

@@ -3,6 +3,7 @@
 // passes one_line (core/text.h): one line, control characters escaped.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,17 @@ class TextTable {
   // the narrowest columns do not.
   std::string render() const { return render(table_width()); }
   std::string render(size_t max_width) const;
-  static constexpr size_t kMinColumnWidth = 12;
+  static constexpr size_t kMinColumnWidth = 8;
+  // Where even the narrowest columns exceed the width, `column` (prose: a "why") leaves
+  // the table and follows it as notes, one per row that has one, each headed by the
+  // row's first cell ("  3: ...") and fitted to the width.
+  void notes_when_narrow(size_t column) { notes_column_ = column; }
 
  private:
   std::vector<std::string> header_;
   std::vector<Align> align_;
   std::vector<std::vector<std::string>> rows_;
+  size_t notes_column_ = SIZE_MAX;
 };
 
 // Number of terminal columns a UTF-8 string takes (code points; no wide glyphs used).
@@ -40,6 +46,11 @@ size_t display_width(const std::string& s);
 // after `rest`; every line ends in '\n'.
 std::string fit_text(const std::string& text, const std::string& first, const std::string& rest,
                      size_t width = table_width());
+
+// Text of many lines, each longer than `width` (default: the table width; 0: as it is)
+// fitted as fit_text() fits a paragraph: continuation lines indented as far as the
+// line's own indent, past a leading "- " where the line is an item of a list.
+std::string fit_lines(const std::string& text, size_t width = table_width());
 
 // The width every TextTable fits by default: 0 (no limit) unless the command line set
 // it, which it does for a terminal (cli/app.cpp: $COLUMNS or the terminal's size, not

@@ -296,7 +296,7 @@ TEST(CliCompare, OutRefusesASymbolicLinkAndLeavesItsTarget) {
   fs::remove_all(dir);
 }
 
-// On a terminal the tables fit its width ($COLUMNS here: `script` gives gpuvs a
+// On a terminal the tables and notes fit its width ($COLUMNS here: `script` gives gpuvs a
 // pseudo-terminal); --wide keeps the full width; a pipe gets the full width whatever
 // $COLUMNS says.
 TEST(CliCompare, OnATerminalTablesFitItsWidth) {
@@ -333,6 +333,15 @@ TEST(CliCompare, OnATerminalTablesFitItsWidth) {
   EXPECT_GT(widest(wide), 90u);
   const Outcome piped = run_gpuvs("compare H200-SXM A100-SXM4-80GB");
   EXPECT_GT(widest(piped.out), 90u) << "no width logic when stdout is not a terminal";
+  // advise's table and the notes below it: each long line wrapped under its indent.
+  const std::string advise = on_terminal("advise train --model 7B --gpus 8");
+  ASSERT_NE(advise.find("Assumptions:"), std::string::npos) << advise;
+  EXPECT_LE(widest(advise), 90u) << advise;
+  EXPECT_GT(widest(run_gpuvs("advise train --model 7B --gpus 8").out), 90u);
+  // Eleven columns cannot fit 90 even at their narrowest: the "why" follows as notes.
+  const std::string infer = on_terminal("advise infer --model llama-2-70b");
+  EXPECT_LE(widest(infer), 90u) << infer;
+  EXPECT_NE(infer.find("\nwhy:\r\n  1: "), std::string::npos) << infer;  // the terminal's CR LF
 }
 
 }  // namespace

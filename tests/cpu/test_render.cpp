@@ -324,5 +324,50 @@ TEST(Render, FitTextWrapsAParagraphAtSpaces) {
             "    eleven twelve\n");
 }
 
+// A table that cannot fit even at its narrowest columns moves its prose column below
+// itself as notes headed by each row's first cell; one that can keeps it.
+TEST(Render, AProseColumnBecomesNotesWhereTheTableCannotFit) {
+  TextTable t({"#", "name", "value", "basis", "why"},
+              {TextTable::Align::kRight, TextTable::Align::kLeft, TextTable::Align::kRight,
+               TextTable::Align::kLeft, TextTable::Align::kLeft});
+  t.notes_when_narrow(4);
+  t.add_row({"1", "first-name-long", "12.5 days", "datasheet", "fewest GPU-hours of all"});
+  t.add_row({"2", "second", "3 days", "measured", ""});
+  const std::string wide = t.render(0);
+  EXPECT_NE(wide.find("fewest GPU-hours of all"), std::string::npos);
+  EXPECT_EQ(wide.find("why:"), std::string::npos);
+  EXPECT_EQ(t.render(80), wide) << "it fits: nothing moves";
+  const std::string narrow = t.render(34);
+  std::istringstream in(narrow);
+  std::string line;
+  while (std::getline(in, line))
+    EXPECT_LE(display_width(line), 34u) << line << "\n" << narrow;
+  EXPECT_EQ(narrow.find("why  "), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("\nwhy:\n  1: fewest GPU-hours of all\n"), std::string::npos) << narrow;
+  EXPECT_EQ(narrow.find("  2: "), std::string::npos) << "an empty note is left out";
+}
+
+TEST(Render, FitLinesWrapsEachLongLineUnderItsIndent) {
+  const std::string text =
+      "Title short\n"
+      "Assumptions:\n"
+      "  - one two three four five six seven eight nine ten\n"
+      "  plain indented words that run past the width here\n"
+      "last line without a newline and long enough to wrap";
+  EXPECT_EQ(fit_lines(text, 0), text);
+  EXPECT_EQ(fit_lines(text, 200), text);
+  EXPECT_EQ(fit_lines(text, 30),
+            "Title short\n"
+            "Assumptions:\n"
+            "  - one two three four five\n"
+            "    six seven eight nine ten\n"
+            "  plain indented words that\n"
+            "  run past the width here\n"
+            "last line without a newline\n"
+            "and long enough to wrap");
+  // A line of spaces alone is kept as it is.
+  EXPECT_EQ(fit_lines(std::string(40, ' ') + "\n", 30), std::string(40, ' ') + "\n");
+}
+
 }  // namespace
 }  // namespace gpuvs

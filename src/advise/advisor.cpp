@@ -103,6 +103,9 @@ void fill_defaults(Request& r, Advice& a) {
     } else {
       a.model_lines.push_back(fmt::format("samples: {} (given)", format_count(*r.samples)));
     }
+    if (r.global_batch_tokens)
+      throw UsageError(
+          "--global-batch: a CNN's batch counts samples, not tokens (e.g. --global-batch 8192)");
     if (!r.global_batch) r.global_batch = kDefaultCnnGlobalBatch;
   } else {
     if (!r.tokens) {
@@ -112,6 +115,25 @@ void fill_defaults(Request& r, Advice& a) {
           format_count(*r.tokens)));
     } else {
       a.model_lines.push_back(fmt::format("tokens: T = {} (given)", format_count(*r.tokens)));
+    }
+    if (r.global_batch_tokens) {
+      // Tokens per step as published ("16M tokens"): whole sequences of the model's
+      // length, the nearest count, said where it is not exact.
+      const double seqs = *r.global_batch_tokens / static_cast<double>(m.shape.seq);
+      if (seqs < 0.5)
+        throw UsageError(
+            fmt::format("--global-batch: {} tokens is less than one sequence of {} tokens",
+                        format_count(*r.global_batch_tokens), m.shape.seq));
+      r.global_batch = std::llround(seqs);
+      const double used = static_cast<double>(*r.global_batch * m.shape.seq);
+      a.model_lines.push_back(
+          used == *r.global_batch_tokens
+              ? fmt::format("global batch given: {} tokens = {} sequences of {}",
+                            format_count(*r.global_batch_tokens), *r.global_batch, m.shape.seq)
+              : fmt::format("global batch given: {} tokens = {:.2f} sequences of {}: {} used "
+                            "({:.0f} tokens)",
+                            format_count(*r.global_batch_tokens), seqs, m.shape.seq,
+                            *r.global_batch, used));
     }
     if (!r.global_batch)
       r.global_batch = std::max<int64_t>(
@@ -301,11 +323,20 @@ void evaluate_training(const Request& r, const GpuSpec& g, const MeasuredGpu* me
   }
   c.memory = training_memory(r.model, r.train, c.layout);
   const double comm = c.time.dp_exposed_s + c.time.tp_comm_s;
-  c.why = fmt::format("tp {} × dp {}{}; {}", c.layout.tp, c.layout.dp,
+  // Each rank runs whole micro-batches: a global batch that dp × micro-batch does not
+  // divide becomes the next multiple of it, and the advice says so.
+  const int64_t per_pass = r.train.micro_batch * c.layout.dp;
+  const int64_t runs = (*r.global_batch + per_pass - 1) / per_pass * per_pass;
+  const std::string forced =
+      runs == *r.global_batch
+          ? ""
+          : fmt::format("; the batch becomes {} (dp {} × micro-batch {} × {}), not {}", runs,
+                        c.layout.dp, r.train.micro_batch, runs / per_pass, *r.global_batch);
+  c.why = fmt::format("tp {} × dp {}{}; {}{}", c.layout.tp, c.layout.dp,
                       comm > 0.05 * c.time.compute_s
                           ? fmt::format(", communication +{:.0f} %", 100 * comm / c.time.compute_s)
                           : "",
-                      count_why);
+                      count_why, forced);
   c.explain.push_back(fmt::format("rate: {}", c.rate->text));
   c.explain.push_back(fmt::format("link inside a node: {}", c.link.text));
   c.explain.push_back(

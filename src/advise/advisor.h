@@ -47,17 +47,18 @@ struct Request {
   Model model;
   TrainingSetup train;
   InferenceSetup infer;
-  Assumptions assumptions;        // assumptions.mfu is set from `mfu` or the default
-  std::optional<double> mfu;      // as given
-  std::optional<double> tokens;   // training a transformer
-  std::optional<double> samples;  // training a CNN
-  std::optional<int64_t> global_batch;
-  std::optional<int64_t> micro_batch;   // default: transformer 1 sequence, CNN 256 samples
-  std::optional<int64_t> context;       // inference; default: the model's sequence length
-  std::optional<int> gpus;              // fixed count
-  std::optional<int> tp;                // fixed tensor-parallel degree
-  std::optional<double> max_days;       // training deadline
-  std::vector<std::string> candidates;  // GPU names; empty = the whole catalogue
+  Assumptions assumptions;                    // assumptions.mfu is set from `mfu` or the default
+  std::optional<double> mfu;                  // as given
+  std::optional<double> tokens;               // training a transformer
+  std::optional<double> samples;              // training a CNN
+  std::optional<int64_t> global_batch;        // sequences (CNN: samples) per step
+  std::optional<double> global_batch_tokens;  // as given in tokens: sequences of the model's
+  std::optional<int64_t> micro_batch;         // default: transformer 1 sequence, CNN 256 samples
+  std::optional<int64_t> context;             // inference; default: the model's sequence length
+  std::optional<int> gpus;                    // fixed count
+  std::optional<int> tp;                      // fixed tensor-parallel degree
+  std::optional<double> max_days;             // training deadline
+  std::vector<std::string> candidates;        // GPU names; empty = the whole catalogue
   RankBy rank_by = RankBy::kAuto;
   int max_gpus = 16384;
 };

@@ -8,9 +8,12 @@
 // message.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "advise/advisor.h"
 #include "advise/output.h"
@@ -116,6 +119,41 @@ std::optional<int64_t> whole(const Text& text, const char* option, const NumberR
   return option_number(option, *text, rules.whole()).integer;
 }
 
+// --global-batch's text: the count and whether its unit word says tokens (sequences and
+// samples are what a bare count is).
+struct GlobalBatchText {
+  Text count;
+  bool tokens = false;
+};
+
+GlobalBatchText split_global_batch(const std::string& text) {
+  std::string s = text;
+  while (!s.empty() && s.back() == ' ')
+    s.pop_back();
+  const auto lower = [](std::string v) {
+    for (char& c : v)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v;
+  };
+  const std::string low = lower(s);
+  struct Word {
+    const char* word;
+    bool tokens;
+  };
+  for (const Word w : {Word{"tokens", true}, Word{"token", true}, Word{"tok", true},
+                       Word{"sequences", false}, Word{"sequence", false}, Word{"seqs", false},
+                       Word{"seq", false}, Word{"samples", false}, Word{"sample", false}}) {
+    const size_t n = std::strlen(w.word);
+    if (low.size() > n && low.compare(low.size() - n, n, w.word) == 0) {
+      std::string count = s.substr(0, s.size() - n);
+      while (!count.empty() && count.back() == ' ')
+        count.pop_back();
+      return {count, w.tokens};
+    }
+  }
+  return {s, false};
+}
+
 Request build_request(const AdviseArgs& a) {
   Request r;
   r.mode = parse_mode(a.mode);
@@ -162,8 +200,18 @@ Request build_request(const AdviseArgs& a) {
   }
   r.context = whole(a.context, "--context", whole_count(1 << 30, "4k, 128k"));
   r.micro_batch = whole(a.micro_batch, "--micro-batch", whole_count(1 << 24, "1, 256"));
-  r.global_batch = whole(a.global_batch, "--global-batch",
-                         whole_count(static_cast<double>(int64_t{1} << 40), "1024, 16M"));
+  if (a.global_batch) {
+    // A count of sequences (CNN: samples), or of tokens with the word: "2048", "2048seq",
+    // "16M tokens".
+    const GlobalBatchText g = split_global_batch(*a.global_batch);
+    const auto at_most = [](int bits) {
+      return whole_count(static_cast<double>(int64_t{1} << bits), "1024, 2048seq, 16M tokens");
+    };
+    if (!g.tokens)
+      r.global_batch = whole(g.count, "--global-batch", at_most(40));
+    else if (const auto tokens = whole(g.count, "--global-batch", at_most(50)))
+      r.global_batch_tokens = static_cast<double>(*tokens);
+  }
   r.mfu = number(a.mfu, "--mfu", share("0.4"));
   if (auto v = number(a.bw_util, "--bw-util", share("0.8"))) r.assumptions.bw_util = *v;
   if (auto v = number(a.network, "--network", NumberRules::rate().at_most(1e15).eg("50GB/s")))
@@ -282,8 +330,9 @@ void add_advise_command(CLI::App& app, CliContext& ctx) {
                   "Sequences or samples per GPU per pass (default 1; CNN 256)");
   sub->add_option(
       "--global-batch", args->global_batch,
-      "Sequences (CNN: samples) per optimizer step, e.g. 1024 (default: 4M tokens' worth, "
-      "1024 sequences of 4096; CNN 8192)");
+      "Sequences (CNN: samples) per optimizer step, e.g. 1024 or 2048seq, or tokens: "
+      "16M tokens, whole sequences of the model's length (default: 4M tokens' worth, 1024 "
+      "sequences of 4096; CNN 8192)");
   sub->add_option("--mfu", args->mfu,
                   "Share of the datasheet peak delivered (default 0.40; CNN 0.20)");
   sub->add_option("--bw-util", args->bw_util,

@@ -182,6 +182,43 @@ TEST(CliAdvise, ContextTakesSuffixes) {
   EXPECT_TRUE(has(train.err, "--context applies to inference")) << train.err;
 }
 
+// --global-batch in tokens, as papers give it ("16M tokens"): the nearest whole number
+// of the model's sequences, said in the workload; "seq" spells the plain count. A
+// layout whose dp × micro-batch does not divide the batch says what it runs instead.
+TEST(CliAdvise, GlobalBatchInTokensBecomesWholeSequences) {
+  const nlohmann::json j = advise_json(
+      "--model llama-2-7b --tokens 2T --candidates H200 --gpus 16 --global-batch '16M tokens'");
+  EXPECT_EQ(j["request"]["global_batch"], 3906);
+  EXPECT_TRUE(workload_says(
+      j,
+      "global batch given: 16.0M tokens = 3906.25 sequences of 4096: 3906 used (15998976 "
+      "tokens)"))
+      << j["workload"];
+  EXPECT_EQ(
+      advise_json(
+          "--model llama-2-7b --candidates H200 --global-batch 4Mtok")["request"]["global_batch"],
+      977);
+  EXPECT_EQ(
+      advise_json(
+          "--model llama-2-7b --candidates H200 --global-batch 2048seq")["request"]["global_batch"],
+      2048);
+  const std::string why = j["candidates"][0]["why"];
+  EXPECT_TRUE(has(why, "the batch becomes 3920 (dp 16 × micro-batch 1 × 245), not 3906")) << why;
+  const std::string exact =
+      advise_json("--model llama-2-7b --tokens 2T --candidates H200 --gpus 16 --global-batch 2048")
+          ["candidates"][0]["why"];
+  EXPECT_FALSE(has(exact, "the batch becomes")) << exact;
+
+  const AdviseRun small = gpuvs_advise("advise --model llama-2-7b --global-batch '10 tokens'");
+  EXPECT_EQ(small.code, 2) << small.err;
+  EXPECT_TRUE(has(small.err, "10 tokens is less than one sequence of 4096 tokens")) << small.err;
+  const AdviseRun cnn = gpuvs_advise("advise --model resnet50 --global-batch '1M tokens'");
+  EXPECT_EQ(cnn.code, 2) << cnn.err;
+  EXPECT_TRUE(has(cnn.err, "a CNN's batch counts samples")) << cnn.err;
+  const AdviseRun bad = gpuvs_advise("advise --model llama-2-7b --global-batch 'x tokens'");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+}
+
 // --global-batch counts sequences (samples for a CNN), as docs/advise.md says: 16M
 // is sixteen million sequences of the model's 4096 tokens, not 16M tokens.
 TEST(CliAdvise, GlobalBatchIsACountOfSequences) {

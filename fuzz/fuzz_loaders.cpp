@@ -22,17 +22,6 @@ namespace {
 
 constexpr const char* kFuzzer = "fuzz_loaders";
 
-void check_error(const gpuvs::Error& e, std::string_view name) {
-  const std::string msg = e.what();
-  const bool ok = e.code() == gpuvs::ExitCode::kUsage && msg.rfind(name, 0) == 0 &&
-                  msg.find('\n') == std::string::npos;
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_loaders: bad error for %.*s: %s\n", int(name.size()), name.data(),
-                 msg.c_str());
-    std::abort();
-  }
-}
-
 // Claims judged against the built-in catalogue, beside a datasheet column.
 void outputs_of_claims(const std::vector<gpuvs::Claim>& claims) {
   const gpuvs::Catalogue& builtin = gpuvs::Catalogue::builtin();
@@ -91,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   } catch (const gpuvs::Error& e) {
-    check_error(e, name);
+    gpuvs_fuzz::check_usage_error(kFuzzer, e, name);
   }
   return 0;
 }

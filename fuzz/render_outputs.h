@@ -13,12 +13,14 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "advise/advisor.h"
 #include "advise/output.h"
+#include "core/error.h"
 #include "core/input_file.h"
 #include "report/claims.h"
 #include "report/compare.h"
@@ -35,6 +37,19 @@ void must_not_throw(const char* fuzzer, const char* what, Step&& step) {
     step();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s threw for an accepted input: %s\n", fuzzer, what, e.what());
+    std::abort();
+  }
+}
+
+// A loader's refusal of the file `name`: a usage error (exit 2) of one line that starts
+// with the name. Anything else is a bug, reported and turned into a crash.
+inline void check_usage_error(const char* fuzzer, const gpuvs::Error& e, std::string_view name) {
+  const std::string msg = e.what();
+  const bool ok = e.code() == gpuvs::ExitCode::kUsage && msg.rfind(name, 0) == 0 &&
+                  msg.find('\n') == std::string::npos;
+  if (!ok) {
+    std::fprintf(stderr, "%s: bad error for %.*s: %s\n", fuzzer, int(name.size()), name.data(),
+                 msg.c_str());
     std::abort();
   }
 }

@@ -41,6 +41,11 @@ mkdir -p "$corpus_work-loaders"
 build/fuzz/fuzz/fuzz_loaders -max_total_time="$fuzz_seconds" -max_len=65536 \
   -print_final_stats=1 "$corpus_work-loaders" fuzz/corpus-loaders 2>&1 | tail -n 12
 echo "fuzz: loaders, no crash in ${fuzz_seconds} s"
+echo "== fuzz gpuvs import: nccl-tests logs, nvbench and nvbandwidth JSON (${fuzz_seconds} s)"
+mkdir -p "$corpus_work-import"
+build/fuzz/fuzz/fuzz_import -max_total_time="$fuzz_seconds" -max_len=65536 \
+  -print_final_stats=1 "$corpus_work-import" fuzz/corpus-import 2>&1 | tail -n 12
+echo "fuzz: import, no crash in ${fuzz_seconds} s"
 # The reference-tensor reader is small (one header, fixed depth): half the budget.
 tensor_seconds=$(( fuzz_seconds > 1 ? fuzz_seconds / 2 : 1 ))
 echo "== fuzz reference-tensor reader (${tensor_seconds} s)"

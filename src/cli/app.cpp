@@ -185,6 +185,7 @@ int run_cli(int argc, char** argv) {
   add_detect_command(app, ctx);
   add_bench_command(app, ctx);
   add_compare_command(app, ctx);
+  add_import_command(app, ctx);
   add_specs_command(app, ctx);
   add_advise_command(app, ctx);
   add_monitor_command(app, ctx);

@@ -70,5 +70,6 @@ void add_monitor_command(CLI::App& app, CliContext& ctx);
 void add_model_command(CLI::App& app, CliContext& ctx);
 void add_tune_command(CLI::App& app, CliContext& ctx);
 void add_check_command(CLI::App& app, CliContext& ctx);
+void add_import_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace gpuvs::cli

@@ -118,43 +118,63 @@ void check_before_measuring(const BenchArgs& a, const comm::CollectiveOptions& o
   }
 }
 
-// The table of benchmarks (suite/produces.h) and what each writes; a build without
-// CUDA lists them too, so a reader of run files can look an id up anywhere.
+// What families write, as --list --json gives them: each pattern with every id.
+nlohmann::json families_json(const std::vector<Family>& writes) {
+  nlohmann::json results = nlohmann::json::array();
+  for (Family f : writes) {
+    const FamilyDef& d = family_def(f);
+    nlohmann::json config = nlohmann::json::array();
+    for (const ConfigParameter& c : d.config)
+      config.push_back(std::string(c.name));
+    results.push_back({{"id", std::string(d.pattern)},
+                       {"unit", std::string(d.unit)},
+                       {"what", std::string(d.what)},
+                       {"ids", expand_family(d)},
+                       {"config", std::move(config)}});
+  }
+  return results;
+}
+
+void print_families(const std::vector<Family>& writes) {
+  for (Family f : writes) {
+    const FamilyDef& d = family_def(f);
+    print_text(stdout, "  {:<48} {:<9} {}\n", d.pattern, d.unit.empty() ? "-" : d.unit, d.what);
+  }
+}
+
+// The table of benchmarks (suite/produces.h) and what each writes, then what `gpuvs
+// import` writes of other tools' output; a build without CUDA lists them too, so a
+// reader of run files can look an id up anywhere.
 void print_list(bool json) {
   if (json) {
     nlohmann::json list = nlohmann::json::array();
-    for (const BenchmarkDef& b : benchmark_defs()) {
-      nlohmann::json results = nlohmann::json::array();
-      for (Family f : b.writes) {
-        const FamilyDef& d = family_def(f);
-        nlohmann::json config = nlohmann::json::array();
-        for (const ConfigParameter& c : d.config)
-          config.push_back(std::string(c.name));
-        results.push_back({{"id", std::string(d.pattern)},
-                           {"unit", std::string(d.unit)},
-                           {"what", std::string(d.what)},
-                           {"ids", expand_family(d)},
-                           {"config", std::move(config)}});
-      }
+    for (const BenchmarkDef& b : benchmark_defs())
       list.push_back({{"name", std::string(b.name)},
                       {"group", std::string(b.group)},
                       {"summary", std::string(b.summary)},
                       {"in_run", b.in_run},
                       {"scope", b.scope == BenchScope::kAllDevices ? "all_devices" : "per_device"},
-                      {"results", std::move(results)}});
-    }
-    print_text(
-        stdout, "{}\n",
-        nlohmann::json{{"schema", "gpuvs.benchmarks/1"}, {"benchmarks", std::move(list)}}.dump(2));
+                      {"results", families_json(b.writes)}});
+    nlohmann::json importers = nlohmann::json::array();
+    for (const ImporterDef& i : importer_defs())
+      importers.push_back({{"tool", std::string(i.tool)},
+                           {"reads", std::string(i.reads)},
+                           {"results", families_json(i.writes)}});
+    print_text(stdout, "{}\n",
+               nlohmann::json{{"schema", "gpuvs.benchmarks/1"},
+                              {"benchmarks", std::move(list)},
+                              {"importers", std::move(importers)}}
+                   .dump(2));
     return;
   }
   for (const BenchmarkDef& b : benchmark_defs()) {
     print_text(stdout, "{:<22} {:<12} {}{}\n", b.name, b.group, b.summary,
                b.in_run ? "" : " (not in `gpuvs run`)");
-    for (Family f : b.writes) {
-      const FamilyDef& d = family_def(f);
-      print_text(stdout, "  {:<48} {:<9} {}\n", d.pattern, d.unit.empty() ? "-" : d.unit, d.what);
-    }
+    print_families(b.writes);
+  }
+  for (const ImporterDef& i : importer_defs()) {
+    print_text(stdout, "gpuvs import {:<11} {}\n", i.tool, i.reads);
+    print_families(i.writes);
   }
 }
 

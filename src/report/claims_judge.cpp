@@ -447,7 +447,9 @@ ClaimJudgement judge_one(const Claim& claim, const std::vector<CompareInput>& me
       if (!in.run || !s || s->id != gpu.spec->id) continue;
       std::optional<Cell> cell = measured_cell(*in.run, in.gpu_index, *m, s, in.run_ref);
       if (cell && cell->value && !cell->invalid) {
-        ref = Reference{*cell->value, Source::kMeasured, cell->source_ref, "measured by gpuvs"};
+        ref = Reference{*cell->value, Source::kMeasured, cell->source_ref,
+                        "measured by " +
+                            (cell->measured_by.empty() ? std::string("gpuvs") : cell->measured_by)};
         break;
       }
     }

@@ -110,6 +110,16 @@ std::optional<Config> config_of(const Result& r, const MetricDef& metric) {
   return c;
 }
 
+// "gpuvs", or the tool its result names (parameters.tool, else its family's tool).
+std::string measured_by(const Result& r) {
+  if (const auto it = r.parameters.find("tool");
+      it != r.parameters.end() && std::holds_alternative<std::string>(it->second))
+    return std::get<std::string>(it->second);
+  if (const auto m = match_result_id(r.id); m && !m->family->tool.empty())
+    return std::string(m->family->tool);
+  return "gpuvs";
+}
+
 Cell cell_of(const RunFile& run, const Result& r, const MetricDef& metric, const GpuSpec* spec,
              const std::string& run_ref) {
   Cell c;
@@ -120,6 +130,7 @@ Cell cell_of(const RunFile& run, const Result& r, const MetricDef& metric, const
     if (src && dst) where = fmt::format(" (GPU {} and {})", *src, *dst);
   }
   c.source_ref = fmt::format("{}, result {}{}", run_description(run, run_ref), r.id, where);
+  c.measured_by = measured_by(r);
   if (metric.catalogue) c.datasheet = datasheet_value(spec, metric.id);
   if (r.status != Status::kOk) {
     c.invalid = true;
@@ -157,11 +168,25 @@ std::vector<std::pair<Config, Cell>> measured_cells(const RunFile& run, int gpu_
     v.push_back({c, Pick{}});
     return v.back().second;
   };
-  for (size_t rank = 0; rank < metric.result_ids.size(); ++rank) {
+  auto has = [](const std::vector<std::pair<Config, Pick>>& v, const Config& c) {
+    return std::any_of(v.begin(), v.end(), [&](const auto& e) { return e.first == c; });
+  };
+  // gpuvs's own results first; another tool's of the same definition (ranked after
+  // them) only for a configuration where gpuvs's left nothing, valid or not.
+  std::vector<std::string> ids = metric.result_ids;
+  ids.insert(ids.end(), metric.tool_result_ids.begin(), metric.tool_result_ids.end());
+  std::vector<std::pair<Config, Pick>> own_ok, own_invalid;
+  for (size_t rank = 0; rank < ids.size(); ++rank) {
+    const bool tool = rank >= metric.result_ids.size();
+    if (tool && rank == metric.result_ids.size()) {
+      own_ok = ok;
+      own_invalid = invalid;
+    }
     for (const Result& r : run.results) {
-      if (r.id != metric.result_ids[rank] || !on_gpu(r, gpu_index)) continue;
+      if (r.id != ids[rank] || !on_gpu(r, gpu_index)) continue;
       const std::optional<Config> config = config_of(r, metric);
       if (!config) continue;
+      if (tool && (has(own_ok, *config) || has(own_invalid, *config))) continue;
       if (r.status == Status::kOk && std::isfinite(r.value) && r.unit == metric.unit) {
         Pick& p = slot(ok, *config);
         const bool take = !p.result || rank < p.rank ||
@@ -290,6 +315,16 @@ Column make_column(const CompareInput& in, const GpuSpec* spec, const std::vecto
     col.gpu_index = in.gpu_index;
     col.uuid = gpu ? gpu->uuid : "";
     col.started_at = in.run->meta.started_at;
+    col.measured_by = "gpuvs";
+    if (in.run->meta.command == "import") {
+      std::vector<std::string> tools;
+      for (const Result& r : in.run->results)
+        if (std::string t = measured_by(r);
+            on_gpu(r, in.gpu_index) && std::find(tools.begin(), tools.end(), t) == tools.end())
+          tools.push_back(std::move(t));
+      col.measured_by = tools.empty() ? std::string("another tool (imported)")
+                                      : fmt::format("{} (imported)", fmt::join(tools, ", "));
+    }
     derived = measured_column_label(*in.run, in.gpu_index, in.run_ref);
   } else if (spec) {
     col.gpu_name = spec->name;

@@ -72,6 +72,9 @@ struct Cell {
   bool unsupported = false;   // the datasheet says the GPU lacks it: "none",
                               // which is not the same as missing
   std::string note;
+  // A measured figure: the tool that measured it, "gpuvs" or its result's
+  // parameters.tool ("nvbandwidth v0.8", imported or measured beside gpuvs).
+  std::string measured_by;
 };
 
 // The basis of a cell's figure: "measured", "datasheet" (fallbacks included),
@@ -106,6 +109,9 @@ struct Column {
   std::optional<int> gpu_index;
   std::string uuid;
   std::string started_at;
+  // Who measured a measured column's figures: "gpuvs", or for a run of `gpuvs import`
+  // the tools its results name ("nccl-tests 2.17.6 (imported)").
+  std::string measured_by;
 };
 
 struct Comparison {

@@ -212,6 +212,8 @@ std::string column_sub(const Column& col) {
     if (!col.host.empty()) parts.push_back("host " + col.host);
     if (col.gpu_index) parts.push_back(fmt::format("GPU {}", *col.gpu_index));
     if (!col.uuid.empty()) parts.push_back(col.uuid);
+    if (!col.measured_by.empty() && col.measured_by != "gpuvs")
+      parts.push_back("measured by " + col.measured_by);
   }
   if (!col.catalogue_id.empty()) parts.push_back("datasheet " + col.catalogue_id);
   return fmt::format("{}", fmt::join(parts, " · "));

@@ -77,7 +77,7 @@ std::string vs_text(const Cell& c) {
 std::string column_source(const Column& col) {
   std::string s = col.gpu_name;
   if (col.measured) {
-    s += ", measured by gpuvs";
+    s += ", measured by " + (col.measured_by.empty() ? std::string("gpuvs") : col.measured_by);
     if (col.gpu_index) s += fmt::format(": GPU {}", *col.gpu_index);
     if (!col.file.empty()) s += fmt::format(" of {}", col.file);
     if (!col.host.empty()) s += fmt::format(" on host {}", col.host);
@@ -120,6 +120,11 @@ Grid comparison_grid(const Comparison& c) {
         g.notes.push_back(fmt::format("{}, {}: {}{}", label, row_label(r),
                                       cell.note.empty() ? to_string(cell.source) : cell.note,
                                       cell.source_ref.empty() ? "" : " (" + cell.source_ref + ")"));
+      // Another tool's figure in a column of gpuvs's own measurements.
+      else if (cell.value && cell.source == Source::kMeasured && !cell.measured_by.empty() &&
+               cell.measured_by != "gpuvs" && c.columns[i].measured_by == "gpuvs")
+        g.notes.push_back(fmt::format("{}, {}: measured by {} ({})", label, row_label(r),
+                                      cell.measured_by, cell.source_ref));
     }
     g.rows.push_back(std::move(line));
   }

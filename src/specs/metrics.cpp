@@ -115,6 +115,40 @@ void add_model_metrics(std::vector<MetricDef>& out) {
   }
 }
 
+// Figures of other tools that no gpuvs result shares a definition with (imported,
+// docs/import.md): rows of their own, so that two imports of one tool meet like with
+// like. nvbandwidth's tests, with the links: the best GPU pair (or the GPU's own
+// figure) per buffer size.
+void add_nvbandwidth_metrics(std::vector<MetricDef>& out) {
+  for (const Placeholder& p : family_def(Family::kNvbandwidth).placeholders)
+    for (const PlaceholderValue& t : p.values) {
+      const bool latency = t.unit == "s";
+      MetricDef m =
+          plain(fmt::format("nvbandwidth.{}", t.text), fmt::format("nvbandwidth {}", t.text),
+                latency ? "s" : "B/s", MetricGroup::kLinks,
+                {result_id(Family::kNvbandwidth, {t.text})}, false, false, !latency);
+      m.pick = Pick::kBest;
+      m.config = {"bytes"};
+      out.push_back(std::move(m));
+    }
+}
+
+// nvbench's figures, last: one row per benchmark and state.
+void add_nvbench_metrics(std::vector<MetricDef>& out) {
+  struct Figure {
+    std::string_view figure, name, unit;
+  };
+  for (const Figure f : {Figure{"gpu_time", "nvbench GPU time per launch (cold)", "s"},
+                         Figure{"batch_gpu_time", "nvbench GPU time per launch (batch)", "s"},
+                         Figure{"bandwidth", "nvbench global memory bandwidth", "B/s"}}) {
+    MetricDef m = plain(fmt::format("nvbench.{}", f.figure), std::string(f.name),
+                        std::string(f.unit), MetricGroup::kKernels,
+                        {result_id(Family::kNvbench, {f.figure})}, false, false, f.unit != "s");
+    m.config = config_names(Family::kNvbench);
+    out.push_back(std::move(m));
+  }
+}
+
 std::vector<MetricDef> make_metrics() {
   using G = MetricGroup;
   using F = Family;
@@ -167,6 +201,7 @@ std::vector<MetricDef> make_metrics() {
   v.push_back(at_size(plain("link.host_d2h", "Device to host, pinned", "B/s", G::kLinks,
                             {result_id(F::kHostCopy, {"d2h", "pinned"})}, false),
                       Pick::kLargest));
+  add_nvbandwidth_metrics(v);
   // all_reduce with NCCL's own choices, per GPU count: bus bandwidth at the largest
   // size, latency at the smallest (8 bytes in a default sweep).
   MetricDef busbw =
@@ -202,6 +237,12 @@ std::vector<MetricDef> make_metrics() {
        })
     v.push_back(std::move(m));
   add_model_metrics(v);
+  add_nvbench_metrics(v);
+  // Other tools' figures of gpuvs's definitions stand in where a run has none of its own.
+  for (MetricDef& m : v)
+    for (const std::string& id : m.result_ids)
+      for (std::string& twin : tool_twin_ids(id))
+        m.tool_result_ids.push_back(std::move(twin));
   return v;
 }
 
@@ -291,6 +332,8 @@ std::string_view to_string(MetricGroup g) {
       return "GPU";
     case MetricGroup::kModels:
       return "Models";
+    case MetricGroup::kKernels:
+      return "Kernels (nvbench)";
   }
   return "Other";
 }
@@ -311,9 +354,12 @@ const MetricDef* find_metric(std::string_view id) {
 }
 
 const MetricDef* metric_for_result(std::string_view result_id) {
-  for (const MetricDef& m : table())
+  for (const MetricDef& m : table()) {
     for (const std::string& r : m.result_ids)
       if (r == result_id) return &m;
+    for (const std::string& r : m.tool_result_ids)
+      if (r == result_id) return &m;
+  }
   return nullptr;
 }
 

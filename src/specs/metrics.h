@@ -25,7 +25,8 @@ enum class MetricGroup {
   kLaunch,
   kPower,
   kShape,
-  kModels
+  kModels,
+  kKernels,  // nvbench's benchmarks (imported): kernels someone else wrote
 };
 std::string_view to_string(MetricGroup g);  // "Memory", "Compute", ...
 
@@ -46,6 +47,10 @@ struct MetricDef {
   MetricGroup group = MetricGroup::kMemory;
   // Result ids that measure it, best evidence first (from suite/produces.h).
   std::vector<std::string> result_ids;
+  // The same figures measured by another tool by the same definition (nccl-tests,
+  // nvbandwidth: suite/produces.h's twins of result_ids): a run's figure where it has
+  // none of result_ids for that GPU and configuration, valid or not.
+  std::vector<std::string> tool_result_ids;
   // Parameters a result must have, with these values (the family's fallback where a
   // result lacks one): the default NCCL algorithm for a collective's figure.
   std::vector<std::pair<std::string, std::string>> where;
@@ -59,7 +64,7 @@ struct MetricDef {
 };
 
 // Every metric gpuvs knows, in display order (memory, compute, links, collectives,
-// launch, power, GPU shape, models).
+// launch, power, GPU shape, models, kernels).
 std::span<const MetricDef> metrics();
 // "; did you mean: compute.bf16?" for a metric id close to `typed`, "" for none.
 std::string metric_suggestion(std::string_view typed);
@@ -68,7 +73,8 @@ std::string metric_suggestion(std::string_view typed);
 // ("model.bert_large.train", as files written before the table spelled it).
 const MetricDef* find_metric(std::string_view id);
 
-// The metric a run-file result id answers, if any.
+// The metric a run-file result id answers (as one of its result_ids or of its
+// tool_result_ids), if any.
 const MetricDef* metric_for_result(std::string_view result_id);
 
 // True for units whose larger values mean "faster": B/s, FLOP/s, OP/s, img/s, seq/s,

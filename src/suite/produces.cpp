@@ -83,6 +83,43 @@ std::vector<ConfigParameter> collective_config() {
           {"buffers", "cudaMalloc"}};
 }
 
+// nvbandwidth's single-node tests that import as nvbandwidth.{testcase}: every one
+// but the five whose figures are gpuvs's own (host copies, peer copies and the peer
+// latency); the two bidirectional write tests are here for the one-matrix form that
+// nvbandwidth wrote before 0.6, a direction measured while the other ran.
+V nvbandwidth_testcases() {
+  return {{"host_to_device_bidirectional_memcpy_ce"},
+          {"device_to_host_bidirectional_memcpy_ce"},
+          {"host_to_device_bidirectional_memcpy_sm"},
+          {"device_to_host_bidirectional_memcpy_sm"},
+          {"device_to_device_memcpy_read_ce"},
+          {"device_to_device_bidirectional_memcpy_read_ce"},
+          {"device_to_device_bidirectional_memcpy_write_ce"},
+          {"device_local_copy"},
+          {"all_to_host_memcpy_ce"},
+          {"all_to_host_bidirectional_memcpy_ce"},
+          {"host_to_all_memcpy_ce"},
+          {"host_to_all_bidirectional_memcpy_ce"},
+          {"all_to_one_write_ce"},
+          {"all_to_one_read_ce"},
+          {"one_to_all_write_ce"},
+          {"one_to_all_read_ce"},
+          {"host_device_latency_sm", "s"},
+          {"host_to_device_memcpy_sm"},
+          {"device_to_host_memcpy_sm"},
+          {"device_to_device_memcpy_read_sm"},
+          {"device_to_device_bidirectional_memcpy_read_sm"},
+          {"device_to_device_bidirectional_memcpy_write_sm"},
+          {"all_to_host_memcpy_sm"},
+          {"all_to_host_bidirectional_memcpy_sm"},
+          {"host_to_all_memcpy_sm"},
+          {"host_to_all_bidirectional_memcpy_sm"},
+          {"all_to_one_write_sm"},
+          {"all_to_one_read_sm"},
+          {"one_to_all_write_sm"},
+          {"one_to_all_read_sm"}};
+}
+
 std::vector<FamilyDef> make_families() {
   using F = Family;
   return {
@@ -207,15 +244,19 @@ std::vector<FamilyDef> make_families() {
       {F::kNcclTestsBusbw,
        "collective.{op}.busbw.nccl_tests",
        "B/s",
-       "The same, measured by NVIDIA's nccl-tests beside gpuvs",
+       "The same, measured by NVIDIA's nccl-tests (beside gpuvs, or imported from its log)",
        {{"op", kCollectiveOps}},
-       collective_config()},
+       collective_config(),
+       "nccl-tests",
+       F::kCollectiveBusbw},
       {F::kNcclTestsTime,
        "collective.{op}.time.nccl_tests",
        "s",
-       "The same, measured by NVIDIA's nccl-tests beside gpuvs",
+       "The same, measured by NVIDIA's nccl-tests (beside gpuvs, or imported from its log)",
        {{"op", kCollectiveOps}},
-       collective_config()},
+       collective_config(),
+       "nccl-tests",
+       F::kCollectiveTime},
       {F::kLaunchLatency,
        "launch.empty.latency",
        "s",
@@ -283,6 +324,49 @@ std::vector<FamilyDef> make_families() {
        "Model FLOPs utilisation against the GEMM: the model's FLOPs per second over an "
        "8192^3 GEMM at that precision measured in the same run (decoder training)",
        model_placeholders(), model_config()},
+      // Imported from nvbandwidth's JSON (import/nvbandwidth_json.cpp): its tests whose
+      // definition is gpuvs's, under gpuvs's ids with a suffix, and the others apart.
+      {F::kNvbwHostCopy,
+       "host.{direction}.{memory}.nvbandwidth",
+       "B/s",
+       "Host link copies (cuMemcpyAsync, pinned) measured by NVIDIA's nvbandwidth",
+       {{"direction", {{"h2d"}, {"d2h"}}}, {"memory", {{"pinned"}}}},
+       {{"bytes"}},
+       "nvbandwidth",
+       F::kHostCopy},
+      {F::kNvbwPeerCopy,
+       "peer.{engine}.{direction}.nvbandwidth",
+       "B/s",
+       "Peer copy bandwidth per GPU pair (copy engine or SM-driven writes) measured by "
+       "NVIDIA's nvbandwidth",
+       {{"engine", {{"ce"}, {"sm"}}}, {"direction", {{"unidirectional"}, {"bidirectional"}}}},
+       {{"src"}, {"dst"}},
+       "nvbandwidth",
+       F::kPeerCopy},
+      {F::kNvbwPeerLatency,
+       "peer.latency.nvbandwidth",
+       "s",
+       "Load latency from a peer GPU's memory (pointer chase) measured by NVIDIA's nvbandwidth",
+       {},
+       {{"src"}, {"dst"}},
+       "nvbandwidth",
+       F::kPeerLatency},
+      {F::kNvbandwidth,
+       "nvbandwidth.{testcase}",
+       "B/s",
+       "An nvbandwidth test gpuvs has no figure of the same definition for, as nvbandwidth "
+       "reports it",
+       {{"testcase", nvbandwidth_testcases()}},
+       {{"row"}, {"column"}, {"gpu"}, {"bytes"}},
+       "nvbandwidth"},
+      {F::kNvbench,
+       "nvbench.{figure}",
+       "s",
+       "A benchmark built with NVIDIA's nvbench: cold GPU time per launch, batch GPU time "
+       "per launch, global memory bandwidth",
+       {{"figure", {{"gpu_time"}, {"batch_gpu_time"}, {"bandwidth", "B/s"}}}},
+       {{"benchmark"}, {"state"}},
+       "nvbench"},
   };
 }
 
@@ -384,6 +468,19 @@ std::vector<BenchmarkDef> make_benchmarks() {
        "End-to-end models: ResNet-50 bf16 train and infer at batch 256, BERT-large bf16 "
        "train and infer at seq 128, batch 64 (`gpuvs model` for all options)",
        true, BenchScope::kPerDevice, model_writes},
+  };
+}
+
+std::vector<ImporterDef> make_importers() {
+  using F = Family;
+  return {
+      {"nccl-tests",
+       "the text that all_reduce_perf and the other *_perf binaries print (stdout)",
+       {F::kNcclTestsBusbw, F::kNcclTestsTime}},
+      {"nvbench", "the JSON a benchmark built with nvbench writes (--json FILE)", {F::kNvbench}},
+      {"nvbandwidth",
+       "the JSON nvbandwidth prints with -j (stdout)",
+       {F::kNvbwHostCopy, F::kNvbwPeerCopy, F::kNvbwPeerLatency, F::kNvbandwidth}},
   };
 }
 
@@ -504,6 +601,17 @@ const BenchmarkDef* find_benchmark_def(std::string_view name) {
   return nullptr;
 }
 
+std::span<const ImporterDef> importer_defs() {
+  static const std::vector<ImporterDef> t = make_importers();
+  return t;
+}
+
+const ImporterDef* find_importer_def(std::string_view tool) {
+  for (const ImporterDef& i : importer_defs())
+    if (i.tool == tool) return &i;
+  return nullptr;
+}
+
 std::span<const ModelDef> model_defs() {
   return kModels;
 }
@@ -540,6 +648,25 @@ std::optional<IdMatch> match_result_id(std::string_view id) {
       return IdMatch{&def, std::move(values)};
   }
   return std::nullopt;
+}
+
+std::vector<std::string> tool_twin_ids(std::string_view id) {
+  std::vector<std::string> out;
+  const std::optional<IdMatch> m = match_result_id(id);
+  if (!m) return out;
+  for (const FamilyDef& def : family_table()) {
+    if (def.twin_of != m->family->family) continue;
+    size_t k = 0;
+    bool takes = true;
+    for (const Part& part : parts_of(def.pattern)) {
+      if (!part.placeholder) continue;
+      const Placeholder& p = placeholder(def, part.text);
+      takes = takes && k < m->values.size() && (p.values.empty() || has_value(p, m->values[k]));
+      ++k;
+    }
+    if (takes && k == m->values.size()) out.push_back(build_id(def.family, m->values));
+  }
+  return out;
 }
 
 std::string family_unit(const FamilyDef& def, const std::vector<std::string>& values) {

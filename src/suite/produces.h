@@ -11,7 +11,9 @@
 //    and no other;
 //  - a placeholder with no listed values ("open") is the last part of its pattern and
 //    stands for one or more dotted words (a layer name);
-//  - every family is written by at least one benchmark of the table.
+//  - every family is written by at least one benchmark or importer of the table;
+//  - a family with a twin has the twin's unit and configuration, and placeholder
+//    values that are the twin's.
 #pragma once
 
 #include <initializer_list>
@@ -69,6 +71,11 @@ enum class Family {
   kModelDecodeShare,   // ... .decode.bandwidth_share
   kModelMfu,           // ... .mfu (decoder training)
   kModelMfuGemm,       // ... .mfu.gemm (decoder training, against a measured GEMM)
+  kNvbwHostCopy,       // host.{direction}.{memory}.nvbandwidth (imported)
+  kNvbwPeerCopy,       // peer.{engine}.{direction}.nvbandwidth (imported)
+  kNvbwPeerLatency,    // peer.latency.nvbandwidth (imported)
+  kNvbandwidth,        // nvbandwidth.{testcase} (imported, no gpuvs twin)
+  kNvbench,            // nvbench.{figure} (imported)
   kCount,
 };
 
@@ -101,6 +108,13 @@ struct FamilyDef {
   std::string_view what;  // one line: what it measures
   std::vector<Placeholder> placeholders;
   std::vector<ConfigParameter> config;
+  // Figures another tool measured ("nccl-tests", "nvbandwidth", "nvbench"); empty for
+  // gpuvs's own.
+  std::string_view tool = {};
+  // The gpuvs family whose definition this tool's figures share, where they share one:
+  // the pattern is that family's plus "." and a suffix, the unit and configuration are
+  // its, and compare shows these figures in its rows where a run has none of gpuvs's.
+  std::optional<Family> twin_of = {};
 };
 
 enum class BenchScope { kPerDevice, kAllDevices };
@@ -127,10 +141,19 @@ struct ModelDef {
   std::string_view batch_unit() const { return decoder ? "sequences" : item; }
 };
 
+// A tool whose output `gpuvs import` reads into a run file (import/import.h).
+struct ImporterDef {
+  std::string_view tool;   // "nccl-tests", as typed after `gpuvs import`
+  std::string_view reads;  // one line: which of its outputs
+  std::vector<Family> writes;
+};
+
 std::span<const FamilyDef> families();
 const FamilyDef& family_def(Family f);
 std::span<const BenchmarkDef> benchmark_defs();
 const BenchmarkDef* find_benchmark_def(std::string_view name);
+std::span<const ImporterDef> importer_defs();
+const ImporterDef* find_importer_def(std::string_view tool);
 std::span<const ModelDef> model_defs();
 const ModelDef* find_model_def(std::string_view id);
 
@@ -150,6 +173,11 @@ struct IdMatch {
   std::string value(std::string_view name) const;
 };
 std::optional<IdMatch> match_result_id(std::string_view id);
+
+// The ids of other tools' figures of `id`'s definition: for each family whose twin_of
+// is `id`'s family, its id with the same placeholder values, where it takes them
+// ("collective.all_reduce.busbw" -> "collective.all_reduce.busbw.nccl_tests").
+std::vector<std::string> tool_twin_ids(std::string_view id);
 
 // The unit of results of `family` with these placeholder values (see FamilyDef::unit).
 std::string family_unit(const FamilyDef& def, const std::vector<std::string>& values);

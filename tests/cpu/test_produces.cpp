@@ -126,12 +126,14 @@ TEST(Produces, EveryFamilyHasAWriterAndWellFormedIds) {
   std::set<Family> written;
   for (const BenchmarkDef& b : benchmark_defs())
     written.insert(b.writes.begin(), b.writes.end());
+  for (const ImporterDef& i : importer_defs())
+    written.insert(i.writes.begin(), i.writes.end());
   for (size_t i = 0; i < families().size(); ++i) {
     const FamilyDef& def = families()[i];
     SCOPED_TRACE(std::string(def.pattern));
     // family_def() indexes the table by the enum.
     EXPECT_EQ(static_cast<size_t>(def.family), i);
-    EXPECT_TRUE(written.count(def.family)) << "no benchmark writes it";
+    EXPECT_TRUE(written.count(def.family)) << "no benchmark or importer writes it";
     EXPECT_FALSE(def.what.empty());
     for (std::string id : expand_family(def)) {
       if (const size_t open = id.find('{'); open != std::string::npos)
@@ -140,6 +142,71 @@ TEST(Produces, EveryFamilyHasAWriterAndWellFormedIds) {
     }
   }
   EXPECT_EQ(families().size(), static_cast<size_t>(Family::kCount));
+}
+
+// Another tool's figures of a gpuvs definition (nccl-tests', nvbandwidth's) carry that
+// family's id with a suffix, its unit, its configuration and placeholders whose values
+// are the family's, so that compare can put them in its rows.
+TEST(Produces, EveryTwinSharesItsFamilysDefinition) {
+  size_t twins = 0;
+  for (const FamilyDef& def : families()) {
+    if (!def.twin_of) continue;
+    SCOPED_TRACE(std::string(def.pattern));
+    ++twins;
+    const FamilyDef& own = family_def(*def.twin_of);
+    EXPECT_TRUE(own.tool.empty()) << "a twin of another tool's family";
+    EXPECT_FALSE(def.tool.empty()) << "a twin names the tool that measured it";
+    EXPECT_TRUE(def.pattern.starts_with(std::string(own.pattern) + "."));
+    EXPECT_EQ(def.pattern.find('.', own.pattern.size() + 1), std::string_view::npos)
+        << "one suffix word";
+    EXPECT_EQ(def.unit, own.unit);
+    ASSERT_EQ(def.config.size(), own.config.size());
+    for (size_t k = 0; k < def.config.size(); ++k) {
+      EXPECT_EQ(def.config[k].name, own.config[k].name);
+      EXPECT_EQ(def.config[k].fallback, own.config[k].fallback);
+    }
+    ASSERT_EQ(def.placeholders.size(), own.placeholders.size());
+    for (size_t k = 0; k < def.placeholders.size(); ++k) {
+      EXPECT_EQ(def.placeholders[k].name, own.placeholders[k].name);
+      for (const PlaceholderValue& v : def.placeholders[k].values)
+        EXPECT_TRUE(std::any_of(own.placeholders[k].values.begin(),
+                                own.placeholders[k].values.end(),
+                                [&](const PlaceholderValue& o) { return o.text == v.text; }))
+            << v.text << " is not a value of " << own.pattern;
+    }
+  }
+  EXPECT_EQ(twins, 5u);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(tool_twin_ids("collective.all_reduce.busbw"),
+            V{"collective.all_reduce.busbw.nccl_tests"});
+  EXPECT_EQ(tool_twin_ids("host.h2d.pinned"), V{"host.h2d.pinned.nvbandwidth"});
+  EXPECT_EQ(tool_twin_ids("peer.ce.bidirectional"), V{"peer.ce.bidirectional.nvbandwidth"});
+  EXPECT_EQ(tool_twin_ids("peer.latency"), V{"peer.latency.nvbandwidth"});
+  // No tool measures these by gpuvs's definition.
+  EXPECT_EQ(tool_twin_ids("host.bidirectional.pinned"), V{});
+  EXPECT_EQ(tool_twin_ids("host.h2d.pageable"), V{});
+  EXPECT_EQ(tool_twin_ids("memory.hbm.copy"), V{});
+  EXPECT_EQ(tool_twin_ids("no.such.id"), V{});
+}
+
+// Every family another tool measured is written by that tool's importer (nccl-tests'
+// also by the benchmark that runs it beside gpuvs), and importers write only those.
+TEST(Produces, EveryToolFamilyHasItsImporter) {
+  for (const FamilyDef& def : families()) {
+    if (def.tool.empty()) continue;
+    const ImporterDef* importer = find_importer_def(def.tool);
+    ASSERT_TRUE(importer) << def.pattern << ": no importer of " << def.tool;
+    EXPECT_NE(std::find(importer->writes.begin(), importer->writes.end(), def.family),
+              importer->writes.end())
+        << def.pattern << " is not written by gpuvs import " << def.tool;
+  }
+  for (const ImporterDef& i : importer_defs()) {
+    EXPECT_FALSE(i.reads.empty());
+    for (Family f : i.writes)
+      EXPECT_EQ(family_def(f).tool, i.tool) << family_def(f).pattern;
+  }
+  EXPECT_TRUE(find_importer_def("nvbench"));
+  EXPECT_FALSE(find_importer_def("nvbench2"));
 }
 
 // The registrations in the sources (GPUVS_BENCHMARK lines, read at build time, so this
@@ -266,11 +333,11 @@ TEST(Produces, EveryResultOfTheReferenceRunsHasARow) {
   EXPECT_GT(results, 1000u);
 }
 
-// Every family a benchmark writes is answered by a metric of the vocabulary (what
-// compare, claims and the headline read), unless it is listed here as a figure shown
-// only as a result of its own: sweeps and studies, figures no datasheet or published
-// source gives, and records. Both ways, so that neither a new family nor a new metric
-// slips by without deciding whether it is compared.
+// Every family a benchmark or `gpuvs import` writes is answered by a metric of the
+// vocabulary (what compare, claims and the headline read), unless it is listed here as
+// a figure shown only as a result of its own: sweeps and studies, figures no datasheet
+// or published source gives, and records. Both ways, so that neither a new family nor a
+// new metric slips by without deciding whether it is compared.
 TEST(Produces, EveryWrittenFamilyIsAnsweredByAMetricOrListedAsNotCompared) {
   using F = Family;
   const std::set<Family> not_compared = {
@@ -284,21 +351,24 @@ TEST(Produces, EveryWrittenFamilyIsAnsweredByAMetricOrListedAsNotCompared) {
       F::kZeroCopy, F::kZeroCopySparse,
       // One GPU: a reason, not a figure.
       F::kPeerLink,
-      // nccl-tests' own figures, beside gpuvs's.
-      F::kNcclTestsBusbw, F::kNcclTestsTime,
       // Derived from the rate, and the per-layer profile.
       F::kModelFlops, F::kModelLayers, F::kModelLayer};
-  for (const BenchmarkDef& b : benchmark_defs()) {
-    for (Family f : b.writes) {
+  std::vector<std::pair<std::string, std::vector<Family>>> writers;
+  for (const BenchmarkDef& b : benchmark_defs())
+    writers.emplace_back(std::string(b.name), b.writes);
+  for (const ImporterDef& i : importer_defs())
+    writers.emplace_back("gpuvs import " + std::string(i.tool), i.writes);
+  for (const auto& [name, writes] : writers) {
+    for (Family f : writes) {
       const FamilyDef& def = family_def(f);
       std::string answered;
       for (const std::string& id : expand_family(def))
         if (const MetricDef* m = metric_for_result(id)) answered = m->id;
       if (not_compared.count(f)) {
-        EXPECT_EQ(answered, "") << b.name << ": " << def.pattern << " answers metric " << answered
+        EXPECT_EQ(answered, "") << name << ": " << def.pattern << " answers metric " << answered
                                 << " but is listed as not compared";
       } else {
-        EXPECT_NE(answered, "") << b.name << ": " << def.pattern
+        EXPECT_NE(answered, "") << name << ": " << def.pattern
                                 << " answers no metric of specs/metrics.cpp";
       }
     }
@@ -308,7 +378,9 @@ TEST(Produces, EveryWrittenFamilyIsAnsweredByAMetricOrListedAsNotCompared) {
 TEST(Produces, EveryMetricPointsAtIdsOfTheTable) {
   size_t ids = 0;
   for (const MetricDef& metric : metrics()) {
-    for (const std::string& id : metric.result_ids) {
+    std::vector<std::string> all = metric.result_ids;
+    all.insert(all.end(), metric.tool_result_ids.begin(), metric.tool_result_ids.end());
+    for (const std::string& id : all) {
       const auto m = match_result_id(id);
       ASSERT_TRUE(m) << metric.id << " names " << id << ", which no family holds";
       EXPECT_EQ(family_unit(*m->family, m->values), metric.unit) << metric.id << ": " << id;
@@ -316,6 +388,15 @@ TEST(Produces, EveryMetricPointsAtIdsOfTheTable) {
     }
   }
   EXPECT_GT(ids, 20u);
+  // Another tool's figure of a gpuvs definition answers gpuvs's metric, after its own.
+  const MetricDef* nvlink = find_metric("link.nvlink");
+  ASSERT_TRUE(nvlink);
+  EXPECT_EQ(nvlink->tool_result_ids, std::vector<std::string>{"peer.ce.bidirectional.nvbandwidth"});
+  EXPECT_EQ(metric_for_result("collective.all_reduce.busbw.nccl_tests")->id,
+            "collective.all_reduce_busbw");
+  EXPECT_EQ(metric_for_result("nvbench.gpu_time")->id, "nvbench.gpu_time");
+  EXPECT_EQ(metric_for_result("nvbandwidth.device_local_copy")->id,
+            "nvbandwidth.device_local_copy");
 }
 
 }  // namespace

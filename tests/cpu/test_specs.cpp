@@ -73,14 +73,23 @@ TEST(Metrics, VocabularyIsCompleteOrderedAndUnique) {
                                              "gpu.cuda_cores",
                                              "clock.boost"};
   std::vector<std::string> ids;
+  std::vector<std::string> imported;  // of other tools' tests (gpuvs import), in place
   std::set<std::string> unique;
   for (const MetricDef& m : metrics()) {
-    if (m.group != MetricGroup::kModels) ids.emplace_back(m.id);
+    if (m.id.starts_with("nvbandwidth.") || m.id.starts_with("nvbench."))
+      imported.push_back(ids.empty() ? "" : ids.back());
+    else if (m.group != MetricGroup::kModels)
+      ids.emplace_back(m.id);
     EXPECT_TRUE(unique.insert(m.id).second) << m.id;
     EXPECT_FALSE(m.name.empty()) << m.id;
     EXPECT_FALSE(m.unit.empty()) << m.id;
   }
   EXPECT_EQ(ids, expected);
+  // nvbandwidth's tests after gpuvs's links, nvbench's benchmarks last of all.
+  ASSERT_EQ(imported.size(), 33u);
+  EXPECT_EQ(imported.front(), "link.host_d2h");
+  EXPECT_EQ(metrics().back().id, "nvbench.bandwidth");
+  EXPECT_EQ(metrics().back().group, MetricGroup::kKernels);
   // Models: per model and mode, throughput first, then its other figures, one row per
   // configuration (precision, batch, sequence ...).
   for (const char* id : {"model.resnet50.train", "model.resnet50.infer", "model.bert-large.train",

@@ -17,8 +17,11 @@ schema_run test, tests/CMakeLists.txt):
  - the bundled monitor timelines (data/reference/h200-monitor-*.json) and, with
    FAKE_NVML (tests/fake_nvml/), a monitored command's timeline and --json summary
    against gpuvs.monitor-1;
- - for advise, tune, check and monitor too, copies that break one rule each, which
-   must fail.
+ - with GPUVS, the run files `gpuvs import` writes from the fixtures of nccl-tests,
+   nvbench and nvbandwidth (tests/data/) against gpuvs.run-1, and what `gpuvs --json
+   import` prints against gpuvs.import-1;
+ - for advise, tune, check, monitor and import too, copies that break one rule each,
+   which must fail.
 
   python3 tests/cpu/validate_schemas.py SOURCE_DIR [GPUVS [FAKE_NVML]]
 
@@ -84,6 +87,7 @@ def main(source, gpuvs, fake_nvml):
     if gpuvs:
         failures += check_outputs(source, gpuvs)
         failures += check_advise(source, gpuvs)
+        failures += check_import(source, gpuvs, validator)
         if fake_nvml:
             failures += check_monitor_run(source, gpuvs, fake_nvml)
             failures += check_check(source, gpuvs, fake_nvml)
@@ -170,6 +174,44 @@ def check_advise(source, gpuvs):
         ("a transformer without its layers", lambda d: d["model"].pop("layers")),
         ("an inference request in a training advice", lambda d: d.update(request=infer["request"])),
         ("a string for a count", lambda d: d["candidates"][0].update(count="1")),
+    ])
+    return failures
+
+
+def check_import(source, gpuvs, run_validator):
+    summary = load_schema(source, "gpuvs.import-1.schema.json")
+    data = os.path.join(source, "tests/data")
+    cases = [
+        ("nccl-tests", sorted(glob.glob(os.path.join(data, "nccl_tests/all_reduce_*.txt")))[:1]),
+        ("nccl-tests", [os.path.join(data, "nccl_tests/all_reduce_8gpu_failed_v2.19.6.txt")]),
+        ("nccl-tests", [os.path.join(data, "nccl_tests/broadcast_4gpu_allroots_nocheck_2024.txt")]),
+        ("nccl-tests", [os.path.join(data, "nccl_tests/sendrecv_2gpu_a100_2021.txt")]),
+        ("nvbench", sorted(glob.glob(os.path.join(data, "nvbench/*.json")))),
+        ("nvbandwidth", [os.path.join(data, "nvbandwidth/h200x2_v0.8.json")]),
+        ("nvbandwidth", [os.path.join(data, "nvbandwidth/a100_pcie_x2_v0.5.json")]),
+    ]
+    failures, docs = 0, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, (tool, files) in enumerate(cases):
+            out = os.path.join(tmp, f"import-{k}.json")
+            what = f"gpuvs import {tool} " + " ".join(os.path.basename(f) for f in files)
+            doc = gpuvs_json(gpuvs, ["import", tool, *files, "--out", out])
+            docs.append(doc)
+            failures += judge(f"gpuvs --json import ({what})", summary, doc)
+            with open(out, encoding="utf-8") as f:
+                failures += judge(f"the run file of {what}", run_validator, json.load(f))
+    # The cases must reach what the schemas tell apart, or they are not seen to work.
+    tools = {d["tool"] for d in docs}
+    if tools != {"nccl-tests", "nvbench", "nvbandwidth"} or not any(d["errors"] for d in docs) \
+            or not any(f["notes"] for d in docs for f in d["files"]):
+        print(f"FAIL the import cases reach tools {tools}, no reported failure or no note")
+        failures += 1
+    failures += refuses("import", summary, docs[0], [
+        ("a key the writer does not write", lambda d: d.update(extra=1)),
+        ("a summary without its files", lambda d: d.pop("files")),
+        ("an unknown tool", lambda d: d.update(tool="nvbandwidthx")),
+        ("a file without its notes", lambda d: d["files"][0].pop("notes")),
+        ("a negative count", lambda d: d.update(results=-1)),
     ])
     return failures
 

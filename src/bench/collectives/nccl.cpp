@@ -19,6 +19,7 @@
 #include <map>
 
 #include "bench/collectives/nccl_kernels.h"
+#include "comm/collective_params.h"
 #include "comm/control.h"
 #include "comm/world.h"
 #include "core/host.h"
@@ -33,14 +34,6 @@ namespace gpuvs {
 namespace {
 
 constexpr int kWarmupOps = 5;
-
-bool reduces(const std::string& op) {
-  return op == "all_reduce" || op == "reduce_scatter" || op == "reduce";
-}
-
-bool has_root(const std::string& op) {
-  return op == "broadcast" || op == "reduce";
-}
 
 // Send and receive buffers of every local GPU, sized for the largest shape.
 struct Buffers {
@@ -325,38 +318,31 @@ std::vector<RankInfo> gather_rank_info(comm::NcclGroup& g, const RankInfo& mine)
 
 std::map<std::string, ParamValue> parameters(const std::string& op, const OpShape& s, int ranks,
                                              const CollectiveSweep& sweep, bool graph) {
-  std::map<std::string, ParamValue> p{
-      {"bytes", s.bytes},
-      {"ranks", int64_t{ranks}},
-      {"dtype", std::string("float32")},
-      {"algo", sweep.algo},
-      {"proto", sweep.proto},
-      {"graph", graph},
-      {"busbw_factor", s.busbw_factor},
-      {"buffers", std::string(sweep.nccl_mem_alloc ? "ncclMemAlloc" : "cudaMalloc")}};
-  if (reduces(op)) p["redop"] = std::string("sum");
-  if (has_root(op)) p["root"] = int64_t{0};
-  return p;
+  comm::CollectiveLabels labels;
+  labels.algo = sweep.algo;
+  labels.proto = sweep.proto;
+  labels.graph = graph;
+  labels.buffers = sweep.nccl_mem_alloc ? "ncclMemAlloc" : "cudaMalloc";
+  // gpuvs sums, with rank 0 as the root.
+  labels.redop = "sum";
+  labels.root = 0;
+  return comm::collective_parameters(op, s.bytes, ranks, labels);
 }
 
 std::optional<OpShape> op_shape(const std::string& op, int64_t size, int ranks) {
   const auto n = static_cast<size_t>(ranks);
   const size_t elems = static_cast<size_t>(size) / sizeof(float);
-  const double ring = static_cast<double>(ranks - 1) / ranks;
   OpShape s;
+  s.busbw_factor = comm::busbw_factor(op, ranks);
   if (op == "all_reduce" || op == "broadcast" || op == "reduce" || op == "sendrecv") {
     s.send_count = s.recv_count = elems;
     s.bytes = static_cast<int64_t>(elems * sizeof(float));
-    s.busbw_factor = op == "all_reduce" ? 2 * ring : 1;
-  } else if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") {
+  } else {  // all_gather, reduce_scatter, alltoall: a chunk per rank
     s.chunk = elems / n;
     const size_t whole = s.chunk * n;
     s.send_count = op == "all_gather" ? s.chunk : whole;
     s.recv_count = op == "reduce_scatter" ? s.chunk : whole;
     s.bytes = static_cast<int64_t>(whole * sizeof(float));
-    s.busbw_factor = ring;
-  } else {
-    throw Error(fmt::format("unknown collective '{}'", op));
   }
   if (s.send_count == 0 || s.recv_count == 0) return std::nullopt;
   return s;

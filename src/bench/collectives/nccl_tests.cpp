@@ -9,8 +9,7 @@
 
 #include "bench/collectives/nccl.h"
 #include "comm/nccl_tests.h"
-#include "core/stats.h"
-#include "suite/produces.h"
+#include "comm/nccl_tests_results.h"
 
 namespace gpuvs {
 
@@ -46,43 +45,18 @@ void run_nccl_tests_beside(const BenchContext& ctx, const std::string& op,
     std::string argv;
     for (const auto& a : comm::nccl_tests_argv(run))
       argv += (argv.empty() ? "" : " ") + a;
-    const std::string tool =
-        fmt::format("nccl-tests {}", res.version.empty() ? "(version not printed)" : res.version);
-    for (const comm::NcclTestsRow& row : res.rows) {
-      if (!row.oop_time_us || !row.oop_busbw_gbs) continue;
-      const auto shape = op_shape(op, row.size_bytes, n);
-      if (!shape) continue;
-      CollectiveSweep labels;
-      labels.nccl_mem_alloc = true;  // nccl-tests >= 2.19 with NCCL >= 2.19 always does
-      auto params = parameters(op, *shape, n, labels, graph);
-      params["bytes"] = row.size_bytes;
-      params["tool"] = tool;
-      const bool ok = row.oop_wrong.value_or(0) == 0;
-      auto make = [&](std::string id, std::string name, double value, std::string unit) {
-        Result r;
-        r.id = std::move(id);
-        r.name = std::move(name);
-        r.devices = ctx.devices;
-        r.parameters = params;
-        r.value = value;
-        r.unit = std::move(unit);
-        r.bytes_per_iteration = static_cast<double>(row.size_bytes);
-        r.samples = {value};
-        r.stats = compute_stats(r.samples);
-        r.validation = row.oop_wrong ? fmt::format("nccl-tests checked the data: {} wrong ({})",
-                                                   *row.oop_wrong, argv)
-                                     : fmt::format("nccl-tests did not check the data ({})", argv);
-        if (!ok) {
-          r.status = Status::kInvalid;
-          r.status_reason = fmt::format("nccl-tests reported {} wrong elements", *row.oop_wrong);
-        }
-        out.push_back(std::move(r));
-      };
-      make(result_id(Family::kNcclTestsBusbw, {op}),
-           fmt::format("{} bus bandwidth (nccl-tests)", op), *row.oop_busbw_gbs * 1e9, "B/s");
-      make(result_id(Family::kNcclTestsTime, {op}),
-           fmt::format("{} time per operation (nccl-tests)", op), *row.oop_time_us * 1e-6, "s");
-    }
+    comm::NcclTestsResultOptions options;
+    options.op = op;
+    options.ranks = n;
+    options.devices = ctx.devices;
+    options.graph = graph;
+    options.buffers = "ncclMemAlloc";  // nccl-tests >= 2.19 with NCCL >= 2.19 always does
+    // Run without -o and -r: nccl-tests' defaults, whatever columns its version prints.
+    options.default_redop = "sum";
+    options.default_root = 0;
+    options.provenance = argv;
+    const std::vector<Result> results = comm::nccl_tests_results(res, options);
+    out.insert(out.end(), results.begin(), results.end());
   }
 }
 

@@ -395,11 +395,13 @@ TEST(Catalogue, EveryFigureHasASourceAndSparseIsNeverBelowDense) {
          {"compute.tf32", "compute.fp16", "compute.bf16", "compute.fp8", "compute.int8"}) {
       const auto d = g.figures.find(dense);
       const auto s = g.figures.find(std::string(dense) + "_sparse");
-      if (d != g.figures.end() && s != g.figures.end())
+      if (d != g.figures.end() && s != g.figures.end()) {
         EXPECT_GE(s->second.value, d->second.value) << g.id << " " << dense;
+      }
       // A format the hardware lacks lacks its sparse figure too.
-      if (std::count(g.unsupported.begin(), g.unsupported.end(), dense))
+      if (std::count(g.unsupported.begin(), g.unsupported.end(), dense)) {
         EXPECT_EQ(s, g.figures.end()) << g.id << " " << dense;
+      }
     }
   }
 }

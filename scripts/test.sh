@@ -30,7 +30,9 @@ ctest --preset cpu -j "$jobs"
 
 echo "== fuzz run-file loader (${fuzz_seconds} s)"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs"
+# The fuzzers and what they link, not the whole tree a third time.
+cmake --build --preset fuzz -j "$jobs" --target fuzz_run_file fuzz_loaders fuzz_tensor_file \
+  fuzz_import
 corpus_work="build/fuzz/corpus-work"
 mkdir -p "$corpus_work"
 build/fuzz/fuzz/fuzz_run_file -max_total_time="$fuzz_seconds" -max_len=65536 \

@@ -40,16 +40,35 @@ struct Fit {
   std::vector<Layout> fitting;  // every tensor-parallel degree that holds the model
   Layout closest;               // the smallest footprint when none does
   double closest_total = std::numeric_limits<double>::infinity();
+  std::vector<std::string> tried;  // each layout and what became of it, for --explain
   bool ok() const { return !fitting.empty(); }
 };
+
+std::string gpus_text(int n) {
+  return fmt::format("{} GPU{}", n, n == 1 ? "" : "s");
+}
 
 Fit fit_training(const Request& r, int n, const std::vector<int>& tps, double capacity,
                  int64_t max_dp) {
   Fit f;
   for (int tp : tps) {
-    if (n % tp != 0 || n / tp > max_dp) continue;
+    if (n % tp != 0) {
+      f.tried.push_back(
+          fmt::format("{}, tp {}: rejected, {} is not a multiple of {}", gpus_text(n), tp, n, tp));
+      continue;
+    }
     const Layout layout{tp, n / tp};
+    if (layout.dp > max_dp) {
+      f.tried.push_back(fmt::format(
+          "{}, tp {} × dp {}: rejected, batch: the global batch of {} at micro-batch {} "
+          "gives at most {} data-parallel ranks",
+          gpus_text(n), tp, layout.dp, *r.global_batch, r.train.micro_batch, max_dp));
+      continue;
+    }
     const double total = training_memory(r.model, r.train, layout, false).total();
+    f.tried.push_back(fmt::format("{}, tp {} × dp {}: {} per GPU of {}{}", gpus_text(n), tp,
+                                  layout.dp, format_gb(total), format_gb(capacity),
+                                  total <= capacity ? ": fits" : ": rejected, memory"));
     if (total <= capacity) f.fitting.push_back(layout);
     if (total < f.closest_total) {
       f.closest = layout;
@@ -61,12 +80,20 @@ Fit fit_training(const Request& r, int n, const std::vector<int>& tps, double ca
 
 // Of the layouts that fit, the fastest: a larger tensor-parallel degree costs
 // all-reduces inside the node but divides the data-parallel traffic between nodes.
+// `tried` gets each one's time split.
 std::pair<TrainingTime, Layout> fastest(const Request& r, const Fit& fit, const TrainingJob& job,
-                                        const ComputeRate& rate, const Bandwidth& link) {
+                                        const ComputeRate& rate, const Bandwidth& link,
+                                        std::vector<std::string>* tried = nullptr) {
   std::pair<TrainingTime, Layout> best;
   best.first.total_s = std::numeric_limits<double>::infinity();
   for (const Layout& layout : fit.fitting) {
     TrainingTime t = training_time(r.model, r.train, layout, job, rate, link, r.assumptions);
+    if (tried)
+      tried->push_back(fmt::format(
+          "{}, tp {} × dp {}: compute {} + exposed data-parallel {} + tensor-parallel {} = {}",
+          gpus_text(layout.count()), layout.tp, layout.dp, format_duration(t.compute_s),
+          format_duration(t.dp_exposed_s), format_duration(t.tp_comm_s),
+          format_duration(t.total_s)));
     if (t.total_s < best.first.total_s) best = {std::move(t), layout};
   }
   return best;
@@ -273,12 +300,27 @@ void evaluate_training(const Request& r, const GpuSpec& g, const MeasuredGpu* me
   Fit fit;
   size_t first = 0;
   Fit closest;
+  std::vector<std::string> search;  // every layout tried, for --explain
+  const auto explain_search = [&](const std::string& head) {
+    // The counts tried can run to thousands of layouts: the first and the last dozen.
+    constexpr size_t kEnds = 12;
+    c.explain.push_back(head);
+    for (size_t i = 0; i < search.size(); ++i) {
+      if (search.size() > 2 * kEnds && i == kEnds) {
+        c.explain.push_back(fmt::format("  ... {} more layouts ...", search.size() - 2 * kEnds));
+        i = search.size() - kEnds;
+      }
+      c.explain.push_back("  " + search[i]);
+    }
+  };
   for (; first < counts.size(); ++first) {
     fit = fit_training(r, counts[first], tps, c.capacity, max_dp);
+    search.insert(search.end(), fit.tried.begin(), fit.tried.end());
     if (fit.ok()) break;
     if (fit.closest_total < closest.closest_total) closest = fit;
   }
   if (!fit.ok()) {
+    explain_search("layout search (none fits):");
     c.layout = closest.closest;
     if (std::isinf(closest.closest_total)) {
       c.why = fmt::format("no layout: the global batch of {} allows at most {} data-parallel GPUs",
@@ -301,16 +343,17 @@ void evaluate_training(const Request& r, const GpuSpec& g, const MeasuredGpu* me
   const TrainingJob job{training_flops(r.model, cnn ? *r.samples : *r.tokens),
                         cnn ? *r.samples : *r.tokens / static_cast<double>(r.model.shape.seq),
                         *r.global_batch};
-  std::tie(c.time, c.layout) = fastest(r, fit, job, *c.rate, c.link);
+  std::tie(c.time, c.layout) = fastest(r, fit, job, *c.rate, c.link, &search);
   std::string count_why = r.gpus ? "the count given" : "fewest that hold it";
   if (r.max_days && !r.gpus) {
     const double deadline = *r.max_days * 86400;
     c.meets_deadline = c.time.total_s <= deadline;
     for (size_t i = first + 1; i < counts.size() && !c.meets_deadline; ++i) {
       const Fit f = fit_training(r, counts[i], tps, c.capacity, max_dp);
+      search.insert(search.end(), f.tried.begin(), f.tried.end());
       if (std::isinf(f.closest_total)) break;  // no more data-parallel room
       if (!f.ok()) continue;
-      auto [t, layout] = fastest(r, f, job, *c.rate, c.link);
+      auto [t, layout] = fastest(r, f, job, *c.rate, c.link, &search);
       c.meets_deadline = t.total_s <= deadline;
       if (t.total_s < c.time.total_s) {
         c.time = std::move(t);
@@ -339,6 +382,8 @@ void evaluate_training(const Request& r, const GpuSpec& g, const MeasuredGpu* me
                       count_why, forced);
   c.explain.push_back(fmt::format("rate: {}", c.rate->text));
   c.explain.push_back(fmt::format("link inside a node: {}", c.link.text));
+  explain_search(fmt::format("layout search (chosen: {}, tp {} × dp {}):",
+                             gpus_text(c.layout.count()), c.layout.tp, c.layout.dp));
   c.explain.push_back(
       fmt::format("memory at tp {} × dp {} ({} GPUs; {} available per GPU):", c.layout.tp,
                   c.layout.dp, c.layout.count(), format_gb(c.capacity)));

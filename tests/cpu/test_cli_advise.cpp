@@ -64,6 +64,35 @@ TEST(CliAdvise, ExplainShowsTheArithmetic) {
   EXPECT_TRUE(has(r.out, "H200-SXM; this calculation") || has(r.out, "→ H200-SXM;")) << r.out;
 }
 
+// --explain walks the layout search: each count and tensor-parallel degree tried, why
+// it was rejected (memory, batch, a count tp does not divide), each fitting one's time
+// split; a search of thousands of layouts shows its first and last dozen.
+TEST(CliAdvise, ExplainWalksTheLayoutSearch) {
+  const AdviseRun r = gpuvs_advise(
+      "advise --model llama-2-70b --candidates H200 --gpus 16 --global-batch 4 --explain");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "layout search (chosen: 16 GPUs, tp 8 × dp 2):")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "16 GPUs, tp 1 × dp 16: rejected, batch: the global batch of 4 at "
+                  "micro-batch 1 gives at most 4 data-parallel ranks"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "16 GPUs, tp 4 × dp 4: 160 GB per GPU of 141 GB: rejected, memory"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "16 GPUs, tp 8 × dp 2: 109 GB per GPU of 141 GB: fits")) << r.out;
+  EXPECT_TRUE(has(r.out, "16 GPUs, tp 8 × dp 2: compute ")) << r.out;
+  EXPECT_TRUE(has(r.out, "+ exposed data-parallel ")) << r.out;
+
+  const AdviseRun none = gpuvs_advise(
+      "advise --model 405B --layers 126 --hidden 16384 --heads 128 --kv-heads 8 --seq 8192 "
+      "--vocab 128256 --tokens 15.6T --candidates H100-SXM --explain");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_TRUE(has(none.out, "layout search (none fits):")) << none.out;
+  EXPECT_TRUE(has(none.out, "1 GPU, tp 1 × dp 1: ")) << none.out;
+  EXPECT_TRUE(has(none.out, "1 GPU, tp 2: rejected, 1 is not a multiple of 2")) << none.out;
+  EXPECT_TRUE(has(none.out, " more layouts ...")) << none.out;
+  EXPECT_TRUE(has(none.out, "16384 GPUs, tp 8 × dp 2048: rejected, batch")) << none.out;
+}
+
 TEST(CliAdvise, JsonOnStdoutOnly) {
   const AdviseRun r = gpuvs_advise("--json advise --model resnet50 --prices example");
   ASSERT_EQ(r.code, 0) << r.err;

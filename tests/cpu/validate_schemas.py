@@ -85,6 +85,7 @@ def main(source, gpuvs, fake_nvml):
     failures += check_tune(source, gpuvs)
     failures += check_check_files(source)
     if gpuvs:
+        failures += check_every_command(source, gpuvs)
         failures += check_outputs(source, gpuvs)
         failures += check_advise(source, gpuvs)
         failures += check_import(source, gpuvs, validator)
@@ -383,6 +384,45 @@ def check_monitor_run(source, gpuvs, fake_nvml):
                 ("a summary without the timeline's path", lambda d: d.pop("timeline")),
                 ("another schema name", lambda d: d.update(schema="gpuvs.monitor/2")),
             ])
+    return failures
+
+
+def check_every_command(source, gpuvs):
+    """With --json every command prints one JSON document with a `schema` field and nothing
+    else on stdout; one that cannot run here (exit 3: no GPU) prints nothing there. GPUs
+    are hidden (CUDA_VISIBLE_DEVICES empty), so that none of these measures for minutes
+    where a GPU is present: `run` then shows its bundled comparison."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    ref = os.path.join(source, "data/reference")
+    nccl_log = os.path.join(source, "tests/data/nccl_tests/all_reduce_2gpu_h200_v2.17.6.txt")
+    failures = 0
+    with tempfile.TemporaryDirectory() as out:
+        cases = [
+            ["bench", "--list"], ["specs", "list"], ["specs", "show", "H200"],
+            ["specs", "diff", "A100", "H200"], ["compare", "H200-SXM", "A100-SXM4-80GB"],
+            ["advise", "--model", "7B"], ["advise", "infer", "--model", "llama-2-7b"],
+            ["tune", "--show", os.path.join(ref, "h200-tune.json")],
+            ["import", "nccl-tests", nccl_log, "--out", os.path.join(out, "imported.json")],
+            ["--out", out, "run"], ["detect"], ["bench", "memory"], ["model", "resnet50"],
+        ]
+        for args in cases:
+            what = "gpuvs --json " + " ".join(os.path.basename(a) for a in args)
+            r = subprocess.run([gpuvs, "--json", "-q", *args], capture_output=True, text=True,
+                               env=env)
+            if r.returncode == 3 and r.stdout == "":
+                print(f"ok   {what}: could not run here, nothing on stdout")
+                continue
+            try:
+                doc = json.loads(r.stdout) if r.returncode == 0 else None
+            except json.JSONDecodeError as e:
+                doc = None
+                print(f"FAIL {what}: stdout is not one JSON document: {e}")
+            if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("gpuvs."):
+                print(f"FAIL {what}: exit {r.returncode}, no document with a gpuvs schema "
+                      f"field: {r.stdout[:120]!r} {r.stderr[:200]!r}")
+                failures += 1
+            else:
+                print(f"ok   {what}: {doc['schema']}")
     return failures
 
 

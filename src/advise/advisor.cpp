@@ -179,6 +179,17 @@ void fill_defaults(Request& r, Advice& a) {
     if (r.gpus && *r.gpus % *r.tp != 0)
       throw UsageError(fmt::format("--gpus {} is not a multiple of --tp {}", *r.gpus, *r.tp));
   }
+  // Both counts fixed: the data-parallel degree is too, and every rank needs a micro-batch.
+  if (r.gpus && (r.tp || m.kind == ModelKind::kCnn)) {
+    const int64_t dp = *r.gpus / r.tp.value_or(1);
+    const int64_t most = *r.global_batch / r.train.micro_batch;
+    if (dp > most)
+      throw UsageError(fmt::format(
+          "--gpus {}{} makes {} data-parallel ranks, more than the global batch of {} at "
+          "micro-batch {} feeds ({})",
+          *r.gpus, r.tp ? fmt::format(" at --tp {}", *r.tp) : "", dp, *r.global_batch,
+          r.train.micro_batch, most));
+  }
 }
 
 void describe_model(const Request& r, Advice& a) {

@@ -246,6 +246,14 @@ TEST(CliAdvise, GlobalBatchInTokensBecomesWholeSequences) {
   EXPECT_TRUE(has(cnn.err, "a CNN's batch counts samples")) << cnn.err;
   const AdviseRun bad = gpuvs_advise("advise --model llama-2-7b --global-batch 'x tokens'");
   EXPECT_EQ(bad.code, 2) << bad.err;
+  // A fixed layout with more data-parallel ranks than the batch has micro-batches.
+  const AdviseRun few = gpuvs_advise("advise --model llama-2-7b --gpus 16 --tp 2 --global-batch 4");
+  EXPECT_EQ(few.code, 2) << few.err;
+  EXPECT_TRUE(has(few.err,
+                  "--gpus 16 at --tp 2 makes 8 data-parallel ranks, more than the "
+                  "global batch of 4 at micro-batch 1 feeds (4)"))
+      << few.err;
+  EXPECT_EQ(gpuvs_advise("advise --model llama-2-7b --gpus 16 --tp 4 --global-batch 4").code, 0);
 }
 
 // --global-batch counts sequences (samples for a CNN), as docs/advise.md says: 16M

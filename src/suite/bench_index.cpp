@@ -47,10 +47,10 @@ std::vector<std::string> entry_point_problems(std::span<const BenchmarkDef> tabl
   for (const BenchmarkDef& d : table) {
     const auto it = source_of.find(d.name);
     if (it == source_of.end()) {
-      problems.push_back(
-          fmt::format("benchmark {} of the table (suite/produces.cpp) has no entry point: a line "
-                      "GPUVS_BENCHMARK(run_function, \"{}\"); in a file of src/bench/{}/",
-                      d.name, d.name, d.group));
+      problems.push_back(fmt::format(
+          "benchmark {} of the table (suite/produces_rows.cpp) has no entry point: a line "
+          "GPUVS_BENCHMARK(run_function, \"{}\"); in a file of src/bench/{}/",
+          d.name, d.name, d.group));
       continue;
     }
     const std::string_view folder = bench_folder(it->second);
@@ -68,8 +68,8 @@ std::vector<std::string> entry_point_problems(std::span<const BenchmarkDef> tabl
   for (const auto& [name, source] : source_of)
     if (!row_of.count(name))
       problems.push_back(fmt::format(
-          "{} registers benchmark {}, which the table (suite/produces.cpp) has no row for", source,
-          name));
+          "{} registers benchmark {}, which the table (suite/produces_rows.cpp) has no row for",
+          source, name));
   return problems;
 }
 

@@ -54,7 +54,7 @@ inline gpuvs::MeasureOptions tiny_options() {
 inline void expect_ids_in_table(std::span<const gpuvs::Result> results) {
   for (const gpuvs::Result& r : results) {
     const auto m = gpuvs::match_result_id(r.id);
-    EXPECT_TRUE(m) << r.id << " has no row in suite/produces.cpp";
+    EXPECT_TRUE(m) << r.id << " has no row in suite/produces_rows.cpp";
     if (m && r.status == gpuvs::Status::kOk) {
       EXPECT_EQ(r.unit, gpuvs::family_unit(*m->family, m->values)) << r.id;
     }

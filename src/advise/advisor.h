@@ -52,7 +52,7 @@ struct Request {
   std::optional<double> tokens;               // training a transformer
   std::optional<double> samples;              // training a CNN
   std::optional<int64_t> global_batch;        // sequences (CNN: samples) per step
-  std::optional<double> global_batch_tokens;  // as given in tokens: sequences of the model's
+  std::optional<double> global_batch_tokens;  // as given in tokens; fill_defaults sets global_batch
   std::optional<int64_t> micro_batch;         // default: transformer 1 sequence, CNN 256 samples
   std::optional<int64_t> context;             // inference; default: the model's sequence length
   std::optional<int> gpus;                    // fixed count

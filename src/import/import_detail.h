@@ -51,7 +51,8 @@ void merge_into(RunFile& run, FileImport file, const std::string& name,
 GpuInfo unknown_gpu(int index);
 
 // "0000:19:00" or "00000000:19:00" (domain:bus:device, as nccl-tests and nvbandwidth
-// print it) in NVML's form "00000000:19:00.0"; anything else as given.
+// print it) in NVML's form "00000000:19:00.0" (nvml::normalize_pci_bus_id); anything
+// that is no bus id as given.
 std::string nvml_bus_id(std::string_view text);
 
 // `text` with each byte that does not start a well-formed UTF-8 character replaced by

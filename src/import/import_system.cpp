@@ -2,7 +2,6 @@
 // (import_detail.h).
 #include <fmt/format.h>
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include "core/run_file_json.h"
 #include "core/run_file_reader.h"
 #include "core/text.h"
+#include "gpu/nvml.h"
 #include "import/import_detail.h"
 
 namespace gpuvs::import {
@@ -23,24 +23,7 @@ GpuInfo unknown_gpu(int index) {
 }
 
 std::string nvml_bus_id(std::string_view text) {
-  // domain:bus:device, hexadecimal, the domain 4 or 8 digits wide.
-  const size_t c1 = text.find(':');
-  const size_t c2 = c1 == std::string_view::npos ? c1 : text.find(':', c1 + 1);
-  auto hex = [](std::string_view s, size_t width) {
-    return s.size() == width && s.find_first_not_of("0123456789abcdefABCDEF") == s.npos;
-  };
-  if (c2 != std::string_view::npos) {
-    const std::string_view domain = text.substr(0, c1);
-    const std::string_view bus = text.substr(c1 + 1, c2 - c1 - 1);
-    const std::string_view device = text.substr(c2 + 1);
-    if ((hex(domain, 4) || hex(domain, 8)) && hex(bus, 2) && hex(device, 2)) {
-      std::string id = fmt::format("{:0>8}:{}:{}.0", domain, bus, device);
-      for (char& c : id)
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      return id;
-    }
-  }
-  return std::string(text);
+  return nvml::normalize_pci_bus_id(text).value_or(std::string(text));
 }
 
 std::string as_utf8(std::string_view text) {

@@ -1,6 +1,7 @@
-// Internal to gpuvs_core: the pieces that read run-file JSON (run_file_json.cpp for
-// the run, run_file_monitor.cpp for its utilization and timeline), so that every
-// field is read with the same conversions and messages. See run_file_json.h for the
+// Internal to gpuvs_core (and read by gpuvs_import for other tools' JSON, with the same
+// conversions and messages): the pieces that read run-file JSON (run_file_json.cpp for
+// the run, run_file_monitor.cpp for its utilization and timeline), so that every field
+// is read with the same conversions and messages. See run_file_json.h for the
 // invariants of reading.
 #pragma once
 
